@@ -1,0 +1,45 @@
+//! One error type for the crate, and the `Result` alias every module returns.
+//!
+//! Variants say *whose fault* an error is, because the Python layer maps them onto
+//! exception classes by that: bad input is a `ValueError`, disk trouble an `OSError`.
+
+use arrow_schema::ArrowError;
+
+/// Everything that can go wrong inside merge-core.
+#[derive(Debug, thiserror::Error)]
+pub enum MergeError {
+    /// The caller's data or options break the contract (unsorted run, null key, ...).
+    #[error("{0}")]
+    InvalidInput(String),
+    /// An error reported by arrow, or by the stream a run is read from.
+    #[error("arrow error: {0}")]
+    Arrow(#[from] ArrowError),
+    /// Reading or writing the file system failed.
+    #[error("I/O error: {0}")]
+    Io(#[from] std::io::Error),
+    /// A broken invariant inside merge-core: a bug, never the caller's fault.
+    #[error("internal error (please report): {0}")]
+    Internal(String),
+}
+
+/// The crate's result type.
+pub type Result<T, E = MergeError> = std::result::Result<T, E>;
+
+/// Where in the input a row sits, for error messages a user can act on.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RowLocation {
+    pub run: usize,
+    pub row: u64,
+}
+
+impl std::fmt::Display for RowLocation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "run {}, row {}", self.run, self.row)
+    }
+}
+
+/// Shorthand for an [`MergeError::InvalidInput`] built with `format!` arguments.
+macro_rules! invalid {
+    ($($arg:tt)*) => { $crate::error::MergeError::InvalidInput(format!($($arg)*)) };
+}
+pub(crate) use invalid;

@@ -1,0 +1,339 @@
+//! Cursors over the input runs: each pulls batches from its run, checks them against
+//! the contract (schema, no null keys, sorted keys, one row per key when folding),
+//! encodes their keys once, and exposes its current row to the merge engines.
+//!
+//! [`Runs`] owns all cursors of a merge together with the [`BatchStore`], so the
+//! engines can compare, take and advance rows by run index and nothing else.
+
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, RecordBatch};
+use arrow_schema::{ArrowError, SchemaRef};
+
+use crate::error::{invalid, Result, RowLocation};
+use crate::keys::{KeyEncoder, KeyValues};
+use crate::store::{BatchStore, RowRef, StoredBatch};
+use crate::version::{check_row_kind_type, compare_versions, first_null, BatchVersions};
+
+/// A run's batches, in key order.
+pub type BatchIter = Box<dyn Iterator<Item = Result<RecordBatch, ArrowError>> + Send>;
+
+/// One sorted run: its schema and its batches.
+pub struct Run {
+    pub schema: SchemaRef,
+    pub batches: BatchIter,
+}
+
+impl Run {
+    /// A run over batches already in memory.
+    pub fn from_batches(schema: SchemaRef, batches: Vec<RecordBatch>) -> Self {
+        Self { schema, batches: Box::new(batches.into_iter().map(Ok)) }
+    }
+}
+
+/// Which columns of the merged schema play which role.
+pub(crate) struct Layout {
+    pub schema: SchemaRef,
+    pub key: Vec<usize>,
+    pub sequence: Vec<usize>,
+    pub row_kind: Option<usize>,
+    /// Keys inside a run must be strictly increasing (folding), not just non-decreasing.
+    pub strict: bool,
+}
+
+impl Layout {
+    pub(crate) fn new(
+        schema: SchemaRef,
+        key: &[String],
+        sequence: &[String],
+        row_kind: Option<&str>,
+        strict: bool,
+    ) -> Result<Self> {
+        let find = |role: &str, name: &str| {
+            schema.index_of(name).map_err(|_| {
+                let names: Vec<_> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+                invalid!("unknown {role} column '{name}' (the runs have columns: {})", names.join(", "))
+            })
+        };
+        if key.is_empty() {
+            return Err(invalid!("at least one key column is needed"));
+        }
+        let key = key.iter().map(|k| find("key", k)).collect::<Result<Vec<_>>>()?;
+        let sequence = sequence.iter().map(|s| find("sequence", s)).collect::<Result<Vec<_>>>()?;
+        let row_kind = row_kind.map(|r| find("row-kind", r)).transpose()?;
+        for (role, idx) in sequence.iter().map(|i| ("sequence", *i)).chain(row_kind.map(|i| ("row-kind", i))) {
+            if key.contains(&idx) {
+                return Err(invalid!("column '{}' cannot be both a key and a {role} column", schema.field(idx).name()));
+            }
+        }
+        if let Some(idx) = row_kind {
+            check_row_kind_type(schema.field(idx).name(), schema.field(idx).data_type())?;
+        }
+        Ok(Self { schema, key, sequence, row_kind, strict })
+    }
+
+    pub(crate) fn key_names(&self) -> String {
+        let names: Vec<_> = self.key.iter().map(|&i| format!("'{}'", self.schema.field(i).name())).collect();
+        names.join(", ")
+    }
+
+    fn name(&self, idx: usize) -> &str {
+        self.schema.field(idx).name()
+    }
+}
+
+/// The batch a cursor stands in.
+struct Loaded<V> {
+    id: u32,
+    keys: V,
+    pos: usize,
+    /// `same_as_prev[i]`: row `i` has the key of the row before it (possibly the last row of
+    /// the previous batch). Only kept when some row does, which only `merge="none"` allows.
+    same_as_prev: Option<Vec<bool>>,
+}
+
+struct RunCursor<V> {
+    input: BatchIter,
+    current: Option<Loaded<V>>,
+    /// The next batch, read early only to see whether it continues the current key.
+    lookahead: Option<Loaded<V>>,
+    /// Run position of the next batch's first row.
+    next_row: u64,
+}
+
+/// Counters every engine updates, reported as `stream.stats`.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Counters {
+    pub key_comparisons: u64,
+    pub rows_in: u64,
+}
+
+/// The rows of one key, in version order.
+#[derive(Default)]
+pub(crate) struct Group {
+    pub rows: Vec<RowRef>,
+    /// Rows came from duplicate keys inside one run (`merge="none"` only).
+    absorbed: bool,
+}
+
+impl Group {
+    pub(crate) fn clear(&mut self) {
+        self.rows.clear();
+        self.absorbed = false;
+    }
+}
+
+/// All cursors of one merge.
+pub(crate) struct Runs<E: KeyEncoder> {
+    cursors: Vec<RunCursor<E::Values>>,
+    encoder: E,
+    layout: Arc<Layout>,
+    pub store: BatchStore,
+    pub counters: Counters,
+}
+
+impl<E: KeyEncoder> Runs<E> {
+    pub(crate) fn new(inputs: Vec<BatchIter>, encoder: E, layout: Arc<Layout>) -> Self {
+        let cursors = inputs
+            .into_iter()
+            .map(|input| RunCursor { input, current: None, lookahead: None, next_row: 0 })
+            .collect();
+        Self { cursors, encoder, layout, store: BatchStore::default(), counters: Counters::default() }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.cursors.len()
+    }
+
+    /// Loads run `i`'s first row.
+    pub(crate) fn start(&mut self, i: usize) -> Result<()> {
+        self.cursors[i].current = self.load_next(i)?;
+        Ok(())
+    }
+
+    /// Run `i` has no rows left.
+    #[inline]
+    pub(crate) fn is_done(&self, i: usize) -> bool {
+        self.cursors[i].current.is_none()
+    }
+
+    /// Compares the current keys of two live runs; the comparison is counted.
+    #[inline]
+    pub(crate) fn compare_keys(&mut self, a: usize, b: usize) -> Ordering {
+        self.counters.key_comparisons += 1;
+        let (a, b) = (self.loaded(a), self.loaded(b));
+        a.keys.compare(a.pos, &b.keys, b.pos)
+    }
+
+    /// Compares the versions of the current rows of two live runs (same key).
+    #[inline]
+    pub(crate) fn compare_versions(&self, a: usize, b: usize) -> Ordering {
+        let (a, b) = (self.current(a), self.current(b));
+        compare_versions(self.store.version(a), self.store.version(b))
+    }
+
+    #[inline]
+    fn loaded(&self, i: usize) -> &Loaded<E::Values> {
+        self.cursors[i].current.as_ref().expect("engines only look at live runs")
+    }
+
+    /// The current row of live run `i`.
+    #[inline]
+    pub(crate) fn current(&self, i: usize) -> RowRef {
+        let loaded = self.loaded(i);
+        RowRef { batch: loaded.id, row: loaded.pos as u32 }
+    }
+
+    /// Moves run `i` to its next row, reading the next batch when this one is used up.
+    pub(crate) fn advance(&mut self, i: usize) -> Result<()> {
+        let loaded = self.cursors[i].current.as_mut().expect("advance of a live run");
+        loaded.pos += 1;
+        if loaded.pos < loaded.keys.len() {
+            return Ok(());
+        }
+        let next = match self.cursors[i].lookahead.take() {
+            Some(next) => Some(next),
+            None => self.load_next(i)?,
+        };
+        self.cursors[i].current = next;
+        Ok(())
+    }
+
+    /// Appends run `i`'s current row to `group`, and with it the following rows of the
+    /// same run that share its key (possible only for `merge="none"`). The cursor stays on
+    /// the last row taken: advancing it later moves to a new key.
+    pub(crate) fn take(&mut self, i: usize, group: &mut Group) -> Result<()> {
+        group.rows.push(self.current(i));
+        if !self.layout.strict {
+            while self.next_has_same_key(i)? {
+                self.advance(i)?;
+                group.rows.push(self.current(i));
+                group.absorbed = true;
+            }
+        }
+        Ok(())
+    }
+
+    fn next_has_same_key(&mut self, i: usize) -> Result<bool> {
+        let loaded = self.loaded(i);
+        let next = loaded.pos + 1;
+        if next < loaded.keys.len() {
+            return Ok(loaded.same_as_prev.as_ref().is_some_and(|s| s[next]));
+        }
+        if self.cursors[i].lookahead.is_none() {
+            self.cursors[i].lookahead = self.load_next(i)?;
+        }
+        Ok(self.cursors[i].lookahead.as_ref().is_some_and(|l| l.same_as_prev.as_ref().is_some_and(|s| s[0])))
+    }
+
+    /// Puts a group gathered from several cursors into version order. The engines emit
+    /// rows in version order already, except rows absorbed from duplicate keys of one
+    /// run, whose sequence values may go backwards.
+    pub(crate) fn finish_group(&self, group: &mut Group) {
+        if group.absorbed && !self.layout.sequence.is_empty() {
+            group.rows.sort_by(|a, b| compare_versions(self.store.version(*a), self.store.version(*b)));
+        }
+    }
+
+    /// Marks the stored batches a cursor still stands in (or has read ahead).
+    pub(crate) fn mark_live(&self, live: &mut [bool]) {
+        for cursor in &self.cursors {
+            for loaded in cursor.current.iter().chain(&cursor.lookahead) {
+                live[loaded.id as usize] = true;
+            }
+        }
+    }
+
+    /// Renumbers the cursors' batches after [`BatchStore::retain`].
+    pub(crate) fn remap(&mut self, remap: &[u32]) {
+        for cursor in &mut self.cursors {
+            for loaded in cursor.current.iter_mut().chain(&mut cursor.lookahead) {
+                loaded.id = remap[loaded.id as usize];
+            }
+        }
+    }
+
+    /// Reads run `i`'s next non-empty batch, checks it and stores it.
+    fn load_next(&mut self, i: usize) -> Result<Option<Loaded<E::Values>>> {
+        let batch = loop {
+            match self.cursors[i].input.next() {
+                None => return Ok(None),
+                Some(Err(e)) => return Err(e.into()),
+                Some(Ok(b)) if b.num_rows() == 0 => continue,
+                Some(Ok(b)) => break b,
+            }
+        };
+        let first_row = self.cursors[i].next_row;
+        let at = |row: usize| RowLocation { run: i, row: first_row + row as u64 };
+        self.check_schema(i, &batch)?;
+        let layout = &self.layout;
+        let key_columns: Vec<ArrayRef> = layout.key.iter().map(|&k| batch.column(k).clone()).collect();
+        for (&k, column) in layout.key.iter().zip(&key_columns) {
+            if let Some(row) = first_null(column.as_ref()) {
+                return Err(invalid!("{}: null in key column '{}'", at(row), layout.name(k)));
+            }
+        }
+        let keys = self.encoder.encode(&key_columns)?;
+        let previous = self.cursors[i].current.as_ref().map(|c| (&c.keys, c.keys.len() - 1));
+        let same_as_prev = check_order(&keys, previous, layout.strict, &layout.key_names(), &at)?;
+        let sequence: Vec<_> = layout.sequence.iter().map(|&s| (layout.name(s), batch.column(s))).collect();
+        let row_kind = layout.row_kind.map(|r| (layout.name(r), batch.column(r)));
+        let versions = BatchVersions::read(&sequence, row_kind, i, first_row)?;
+        let rows = batch.num_rows();
+        self.cursors[i].next_row += rows as u64;
+        self.counters.rows_in += rows as u64;
+        let id = self.store.push(StoredBatch { batch, versions, run: i, first_row });
+        Ok(Some(Loaded { id, keys, pos: 0, same_as_prev }))
+    }
+
+    fn check_schema(&self, run: usize, batch: &RecordBatch) -> Result<()> {
+        let expected = self.layout.schema.fields();
+        let got = batch.schema();
+        let same = got.fields().len() == expected.len()
+            && expected.iter().zip(got.fields()).all(|(e, g)| e.data_type() == g.data_type());
+        if same {
+            Ok(())
+        } else {
+            Err(invalid!("run {run}: a batch's schema ({got}) differs from the runs' schema ({})", self.layout.schema))
+        }
+    }
+}
+
+/// Checks that `keys` continue `previous` (the last key of the run's previous batch) in
+/// ascending order, strictly if `strict`. Returns which rows repeat the key before them,
+/// or `None` when none does.
+fn check_order<V: KeyValues>(
+    keys: &V,
+    previous: Option<(&V, usize)>,
+    strict: bool,
+    key_names: &str,
+    at: &dyn Fn(usize) -> RowLocation,
+) -> Result<Option<Vec<bool>>> {
+    let mut same_as_prev: Option<Vec<bool>> = None;
+    let orders = previous
+        .map(|(prev, last)| prev.compare(last, keys, 0))
+        .into_iter()
+        .map(|o| (0, o))
+        .chain((1..keys.len()).map(|row| (row, keys.compare(row - 1, keys, row))));
+    for (row, order) in orders {
+        match order {
+            Ordering::Less => {}
+            Ordering::Greater => {
+                return Err(invalid!(
+                    "{}: run is not sorted by key {key_names}: this row's key is smaller than the previous row's",
+                    at(row)
+                ))
+            }
+            Ordering::Equal if strict => {
+                return Err(invalid!(
+                    "{}: duplicate key {key_names} inside one run (equal to the previous row's); \
+                     a run must hold each key once when folding versions (merge='none' keeps duplicates)",
+                    at(row)
+                ))
+            }
+            Ordering::Equal => same_as_prev.get_or_insert_with(|| vec![false; keys.len()])[row] = true,
+        }
+    }
+    Ok(same_as_prev)
+}

@@ -1,0 +1,85 @@
+//! The batches a merge holds on to: those the cursors stand in, and those that rows of
+//! the output under construction point into. Rows are referenced by [`RowRef`]; the
+//! builder gathers output columns from here with `interleave`, then [`BatchStore::retain`]
+//! drops every batch no cursor needs any more.
+
+use arrow_array::RecordBatch;
+
+use crate::version::{BatchVersions, RowKind, Version};
+
+/// A row of a stored batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RowRef {
+    pub batch: u32,
+    pub row: u32,
+}
+
+/// An input batch with its version columns and its place in its run.
+pub(crate) struct StoredBatch {
+    pub batch: RecordBatch,
+    pub versions: BatchVersions,
+    pub run: usize,
+    /// Position of the batch's first row in its run.
+    pub first_row: u64,
+}
+
+#[derive(Default)]
+pub(crate) struct BatchStore {
+    batches: Vec<StoredBatch>,
+}
+
+impl BatchStore {
+    pub(crate) fn push(&mut self, batch: StoredBatch) -> u32 {
+        self.batches.push(batch);
+        (self.batches.len() - 1) as u32
+    }
+
+    pub(crate) fn get(&self, id: u32) -> &StoredBatch {
+        &self.batches[id as usize]
+    }
+
+    pub(crate) fn batches(&self) -> impl Iterator<Item = &RecordBatch> {
+        self.batches.iter().map(|b| &b.batch)
+    }
+
+    pub(crate) fn kind(&self, r: RowRef) -> RowKind {
+        self.get(r.batch).versions.kind(r.row as usize)
+    }
+
+    pub(crate) fn version(&self, r: RowRef) -> Version<'_> {
+        let stored = self.get(r.batch);
+        Version {
+            versions: &stored.versions,
+            row: r.row as usize,
+            run: stored.run,
+            position: stored.first_row + u64::from(r.row),
+        }
+    }
+
+    /// Keeps only the batches for which `keep` is true, preserving their order, and
+    /// returns the map from old ids to new ones (`u32::MAX` for dropped ones).
+    pub(crate) fn retain(&mut self, keep: &[bool]) -> Vec<u32> {
+        let mut next = 0;
+        let remap = keep
+            .iter()
+            .map(|&k| {
+                if k {
+                    next += 1;
+                    next - 1
+                } else {
+                    u32::MAX
+                }
+            })
+            .collect();
+        let mut i = 0;
+        self.batches.retain(|_| {
+            i += 1;
+            keep[i - 1]
+        });
+        remap
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.batches.len()
+    }
+}

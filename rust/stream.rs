@@ -1,0 +1,286 @@
+//! The public merge: check the runs, pick the key representation and the engine, and
+//! stream output batches of `batch_size` rows (the last may be shorter).
+//!
+//! Data flows one way: run cursors -> engine (key groups) -> merge function -> builder.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+
+use arrow_array::{RecordBatch, RecordBatchReader};
+use arrow_schema::{ArrowError, Field, Schema, SchemaRef};
+
+use crate::builder::OutputBuilder;
+use crate::engine::{Algorithm, Heap, LoserTree, MergeEngine};
+use crate::error::{invalid, MergeError, Result};
+use crate::fold::MergeFunction;
+use crate::keys::{dispatch, KeyEncoder, KeyVisitor};
+use crate::run::{BatchIter, Group, Layout, Run, Runs};
+
+/// Options of [`merge`]; see the Python `merge_core.merge` for their meaning.
+#[derive(Debug, Clone)]
+pub struct MergeOptions {
+    pub key: Vec<String>,
+    pub sequence: Vec<String>,
+    pub row_kind: Option<String>,
+    pub merge: MergeFunction,
+    pub algorithm: Algorithm,
+    pub batch_size: usize,
+}
+
+impl MergeOptions {
+    /// Deduplicating merge on `key` with the loser tree and batches of 8192 rows.
+    pub fn new(key: &[&str]) -> Self {
+        Self {
+            key: key.iter().map(|k| k.to_string()).collect(),
+            sequence: Vec::new(),
+            row_kind: None,
+            merge: MergeFunction::default(),
+            algorithm: Algorithm::default(),
+            batch_size: 8192,
+        }
+    }
+}
+
+/// Figures of a merge so far.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct MergeStats {
+    pub runs: u64,
+    pub rows_in: u64,
+    pub rows_out: u64,
+    pub key_comparisons: u64,
+}
+
+/// Stats published by the merge as it goes, readable from another handle.
+#[derive(Default)]
+struct SharedStats {
+    runs: AtomicU64,
+    rows_in: AtomicU64,
+    rows_out: AtomicU64,
+    key_comparisons: AtomicU64,
+}
+
+/// The lazy result of [`merge`]: an iterator of output batches.
+pub struct MergeStream {
+    schema: SchemaRef,
+    batches: Box<dyn Iterator<Item = Result<RecordBatch>> + Send>,
+    stats: Arc<SharedStats>,
+}
+
+impl MergeStream {
+    pub fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    /// A reader of the stats that stays valid after the stream is handed on.
+    pub fn stats_handle(&self) -> StatsHandle {
+        StatsHandle(self.stats.clone())
+    }
+
+    pub fn stats(&self) -> MergeStats {
+        self.stats_handle().get()
+    }
+}
+
+/// See [`MergeStream::stats_handle`].
+#[derive(Clone)]
+pub struct StatsHandle(Arc<SharedStats>);
+
+impl StatsHandle {
+    pub fn get(&self) -> MergeStats {
+        let s = &self.0;
+        MergeStats {
+            runs: s.runs.load(Relaxed),
+            rows_in: s.rows_in.load(Relaxed),
+            rows_out: s.rows_out.load(Relaxed),
+            key_comparisons: s.key_comparisons.load(Relaxed),
+        }
+    }
+}
+
+impl Iterator for MergeStream {
+    type Item = Result<RecordBatch>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.batches.next()
+    }
+}
+
+/// An arrow reader over a [`MergeStream`], for handing it on through the C stream
+/// interface; merge errors become `ArrowError::ExternalError`.
+pub struct MergeReader(pub MergeStream);
+
+impl Iterator for MergeReader {
+    type Item = Result<RecordBatch, ArrowError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.0.next().map(|r| r.map_err(|e| ArrowError::ExternalError(Box::new(e))))
+    }
+}
+
+impl RecordBatchReader for MergeReader {
+    fn schema(&self) -> SchemaRef {
+        self.0.schema()
+    }
+}
+
+/// Merges sorted `runs` key by key, folding the versions of each key with
+/// `options.merge`. Runs are read lazily as the returned stream is consumed.
+pub fn merge(runs: Vec<Run>, options: MergeOptions) -> Result<MergeStream> {
+    if options.batch_size == 0 {
+        return Err(invalid!("batch_size must be at least 1"));
+    }
+    let stats = Arc::new(SharedStats::default());
+    stats.runs.store(runs.len() as u64, Relaxed);
+    let Some(schema) = common_schema(&runs)? else {
+        let empty = Arc::new(Schema::empty());
+        return Ok(MergeStream { schema: empty, batches: Box::new(std::iter::empty()), stats });
+    };
+    let layout = Layout::new(
+        schema.clone(),
+        &options.key,
+        &options.sequence,
+        options.row_kind.as_deref(),
+        options.merge.folds(),
+    )?;
+    let key_types: Vec<_> = layout.key.iter().map(|&k| schema.field(k).data_type().clone()).collect();
+    let inputs = runs.into_iter().map(|r| r.batches).collect();
+    let visitor = BuildMerge { inputs, layout: Arc::new(layout), options, stats: stats.clone() };
+    let batches = dispatch(&key_types, visitor)?;
+    Ok(MergeStream { schema, batches, stats })
+}
+
+/// The runs' shared schema (a field is nullable if it is in any run), or `None` for no runs.
+fn common_schema(runs: &[Run]) -> Result<Option<SchemaRef>> {
+    let Some(first) = runs.first() else { return Ok(None) };
+    let mut fields: Vec<Field> = first.schema.fields().iter().map(|f| f.as_ref().clone()).collect();
+    for (i, run) in runs.iter().enumerate().skip(1) {
+        let other = run.schema.fields();
+        let names = |s: &Schema| s.fields().iter().map(|f| f.name().clone()).collect::<Vec<_>>().join(", ");
+        if other.len() != fields.len() || fields.iter().zip(other).any(|(a, b)| a.name() != b.name()) {
+            return Err(invalid!(
+                "schema mismatch: run {i} has columns [{}] but run 0 has [{}]",
+                names(&run.schema),
+                names(&first.schema)
+            ));
+        }
+        for (field, theirs) in fields.iter_mut().zip(other) {
+            if field.data_type() != theirs.data_type() {
+                return Err(invalid!(
+                    "schema mismatch: column '{}' is {} in run {i} but {} in run 0",
+                    field.name(),
+                    theirs.data_type(),
+                    field.data_type()
+                ));
+            }
+            if theirs.is_nullable() {
+                field.set_nullable(true);
+            }
+        }
+    }
+    Ok(Some(Arc::new(Schema::new_with_metadata(fields, first.schema.metadata().clone()))))
+}
+
+struct BuildMerge {
+    inputs: Vec<BatchIter>,
+    layout: Arc<Layout>,
+    options: MergeOptions,
+    stats: Arc<SharedStats>,
+}
+
+type BoxedBatches = Box<dyn Iterator<Item = Result<RecordBatch>> + Send>;
+
+impl KeyVisitor for BuildMerge {
+    type Output = BoxedBatches;
+
+    fn visit<E: KeyEncoder>(self, encoder: E) -> BoxedBatches {
+        match self.options.algorithm {
+            Algorithm::LoserTree => self.with_engine(encoder, LoserTree::default()),
+            Algorithm::Heap => self.with_engine(encoder, Heap::default()),
+        }
+    }
+}
+
+impl BuildMerge {
+    fn with_engine<E: KeyEncoder, M: MergeEngine<E> + 'static>(self, encoder: E, engine: M) -> BoxedBatches {
+        let builder = OutputBuilder::new(self.layout.schema.clone(), self.layout.row_kind);
+        Box::new(Merger {
+            runs: Runs::new(self.inputs, encoder, self.layout),
+            engine,
+            fold: self.options.merge,
+            builder,
+            group: Group::default(),
+            batch_size: self.options.batch_size,
+            exhausted: false,
+            failed: false,
+            stats: self.stats,
+        })
+    }
+}
+
+/// The merge loop for one key representation `E` and one engine `M`.
+struct Merger<E: KeyEncoder, M> {
+    runs: Runs<E>,
+    engine: M,
+    fold: MergeFunction,
+    builder: OutputBuilder,
+    group: Group,
+    batch_size: usize,
+    exhausted: bool,
+    failed: bool,
+    stats: Arc<SharedStats>,
+}
+
+impl<E: KeyEncoder, M: MergeEngine<E>> Merger<E, M> {
+    fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
+        while !self.exhausted && self.builder.len() < self.batch_size {
+            self.group.clear();
+            if self.engine.next_group(&mut self.runs, &mut self.group)? {
+                self.fold.fold(&self.group.rows, &self.runs.store, &mut self.builder);
+            } else {
+                self.exhausted = true;
+            }
+        }
+        let n = self.builder.len().min(self.batch_size);
+        let batch = if n == 0 { None } else { Some(self.builder.build(n, &self.runs.store)?) };
+        self.release_batches();
+        self.publish_stats(n);
+        Ok(batch)
+    }
+
+    /// Drops the stored batches that neither a cursor nor a pending row needs.
+    fn release_batches(&mut self) {
+        let mut live = vec![false; self.runs.store.len()];
+        self.runs.mark_live(&mut live);
+        self.builder.mark_live(&mut live);
+        let remap = self.runs.store.retain(&live);
+        self.runs.remap(&remap);
+        self.builder.remap(&remap);
+    }
+
+    fn publish_stats(&self, rows_out: usize) {
+        let counters = self.runs.counters;
+        self.stats.rows_in.store(counters.rows_in, Relaxed);
+        self.stats.key_comparisons.store(counters.key_comparisons, Relaxed);
+        self.stats.rows_out.fetch_add(rows_out as u64, Relaxed);
+    }
+}
+
+impl<E: KeyEncoder, M: MergeEngine<E>> Iterator for Merger<E, M> {
+    type Item = Result<RecordBatch>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            return None;
+        }
+        let result = self.next_batch();
+        // After an error the stream ends: its state may be half updated.
+        self.failed = result.is_err();
+        result.transpose()
+    }
+}
+
+impl From<MergeError> for ArrowError {
+    fn from(e: MergeError) -> Self {
+        ArrowError::ExternalError(Box::new(e))
+    }
+}
