@@ -50,6 +50,9 @@ mod version;
 #[cfg(feature = "python")]
 mod python;
 
+#[cfg(test)]
+mod tests;
+
 pub use engine::Algorithm;
 pub use error::{MergeError, Result};
 pub use fold::MergeFunction;

@@ -77,5 +77,3 @@ pub(crate) fn dispatch<V: KeyVisitor>(types: &[DataType], visitor: V) -> Result<
     Ok(visitor.visit(RowEncoder::new(types)?))
 }
 
-#[cfg(test)]
-mod tests;

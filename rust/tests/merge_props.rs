@@ -1,0 +1,149 @@
+//! Property tests: both engines equal the naive reference, for every merge function,
+//! batch cut and output batch size; comparison counts stay within their bounds.
+
+use proptest::prelude::*;
+
+use super::reference::{expected, rows_of, run, Row};
+use crate::{merge, Algorithm, MergeFunction, MergeOptions, MergeStream};
+
+const ALGORITHMS: [Algorithm; 2] = [Algorithm::LoserTree, Algorithm::Heap];
+
+fn merge_functions() -> Vec<MergeFunction> {
+    let mut all = vec![MergeFunction::None];
+    for ignore_delete in [false, true] {
+        for drop_deletes in [false, true] {
+            all.push(MergeFunction::Deduplicate { ignore_delete, drop_deletes });
+        }
+    }
+    all
+}
+
+/// Sorted runs of rows; keys strictly increasing in a run unless `duplicates`.
+fn runs_strategy(max_runs: usize, key_range: i64, duplicates: bool) -> impl Strategy<Value = Vec<Vec<Row>>> {
+    let row = (0..key_range, 0..4i64, 0..4u8).prop_map(|(key, seq, kind)| Row { key, value: 0, seq, kind });
+    prop::collection::vec(prop::collection::vec(row, 0..40), 0..=max_runs).prop_map(move |runs| {
+        let mut next_value = 0;
+        runs.into_iter()
+            .map(|mut rows| {
+                rows.sort_by_key(|r| r.key);
+                if !duplicates {
+                    rows.dedup_by_key(|r| r.key);
+                }
+                for r in &mut rows {
+                    r.value = next_value;
+                    next_value += 1;
+                }
+                rows
+            })
+            .collect()
+    })
+}
+
+fn run_merge(runs: &[Vec<Row>], cuts: &[usize], options: MergeOptions) -> (Vec<(i64, i64, u8)>, Vec<usize>, MergeStream) {
+    let inputs = runs.iter().map(|rows| run(rows, cuts)).collect();
+    let mut stream = merge(inputs, options).unwrap();
+    let batches: Vec<_> = stream.by_ref().collect::<Result<_, _>>().unwrap();
+    let sizes = batches.iter().map(|b| b.num_rows()).collect();
+    (rows_of(&batches), sizes, stream)
+}
+
+fn options(merge: MergeFunction, algorithm: Algorithm, with_sequence: bool, batch_size: usize) -> MergeOptions {
+    let mut o = MergeOptions::new(&["k"]);
+    o.merge = merge;
+    o.algorithm = algorithm;
+    o.batch_size = batch_size;
+    o.row_kind = Some("kind".into());
+    if with_sequence {
+        o.sequence = vec!["seq".into()];
+    }
+    o
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    #[test]
+    fn engines_match_reference(
+        runs in runs_strategy(9, 30, false),
+        cuts in prop::collection::vec(0usize..50, 0..4),
+        with_sequence: bool,
+        batch_size in prop_oneof![Just(1usize), Just(7), 1usize..64],
+    ) {
+        for merge_fn in merge_functions() {
+            let want = expected(&runs, with_sequence, &merge_fn);
+            for algorithm in ALGORITHMS {
+                let (got, sizes, stream) =
+                    run_merge(&runs, &cuts, options(merge_fn.clone(), algorithm, with_sequence, batch_size));
+                prop_assert_eq!(&got, &want, "{:?} {:?}", algorithm, merge_fn);
+                // Every batch but the last is exactly batch_size rows.
+                if let Some((_, full)) = sizes.split_last() {
+                    prop_assert!(full.iter().all(|&n| n == batch_size));
+                }
+                let stats = stream.stats();
+                prop_assert_eq!(stats.rows_out as usize, want.len());
+                prop_assert_eq!(stats.rows_in as usize, runs.iter().map(Vec::len).sum::<usize>());
+            }
+        }
+    }
+
+    #[test]
+    fn duplicates_inside_runs_without_folding(
+        runs in runs_strategy(6, 8, true),
+        cuts in prop::collection::vec(0usize..50, 0..4),
+        with_sequence: bool,
+    ) {
+        let want = expected(&runs, with_sequence, &MergeFunction::None);
+        for algorithm in ALGORITHMS {
+            let (got, _, _) = run_merge(&runs, &cuts, options(MergeFunction::None, algorithm, with_sequence, 5));
+            prop_assert_eq!(&got, &want, "{:?}", algorithm);
+        }
+    }
+
+    #[test]
+    fn many_runs_few_keys(runs in runs_strategy(300, 6, false), with_sequence: bool) {
+        let merge_fn = MergeFunction::default();
+        let want = expected(&runs, with_sequence, &merge_fn);
+        for algorithm in ALGORITHMS {
+            let (got, _, _) = run_merge(&runs, &[], options(merge_fn.clone(), algorithm, with_sequence, 100));
+            prop_assert_eq!(&got, &want, "{:?}", algorithm);
+        }
+    }
+}
+
+/// K runs of disjoint interleaved keys: run r holds keys r, r + K, r + 2K, ...
+fn disjoint_runs(k: usize, per_run: usize) -> Vec<Vec<Row>> {
+    (0..k)
+        .map(|r| (0..per_run).map(|i| Row { key: (i * k + r) as i64, value: 0, seq: 0, kind: 0 }).collect())
+        .collect()
+}
+
+#[test]
+fn loser_tree_comparisons_per_row_are_at_most_log2_k_plus_one() {
+    for k in [1usize, 2, 3, 5, 8, 32, 100, 128] {
+        let runs = disjoint_runs(k, 200);
+        let (got, _, stream) = run_merge(&runs, &[], options(MergeFunction::default(), Algorithm::LoserTree, false, 1024));
+        assert_eq!(got.len(), k * 200);
+        let per_row = stream.stats().key_comparisons as f64 / got.len() as f64;
+        let bound = (k as f64).log2().ceil() + 1.0;
+        assert!(per_row <= bound, "k={k}: {per_row} comparisons per row > {bound}");
+    }
+}
+
+#[test]
+fn all_keys_equal_across_many_runs() {
+    let runs: Vec<Vec<Row>> = (0..257).map(|r| vec![Row { key: 7, value: r, seq: (r * 7919) % 13, kind: 0 }]).collect();
+    for with_sequence in [false, true] {
+        let want = expected(&runs, with_sequence, &MergeFunction::None);
+        for algorithm in ALGORITHMS {
+            let (got, _, _) = run_merge(&runs, &[], options(MergeFunction::None, algorithm, with_sequence, 64));
+            assert_eq!(got, want, "{algorithm:?}");
+        }
+    }
+}
+
+#[test]
+fn no_runs_gives_an_empty_stream() {
+    let mut stream = merge(Vec::new(), MergeOptions::new(&["k"])).unwrap();
+    assert!(stream.next().is_none());
+    assert_eq!(stream.schema().fields().len(), 0);
+}
