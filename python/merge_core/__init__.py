@@ -1,0 +1,82 @@
+"""merge-core: k-way merge of sorted Arrow runs with Paimon's merge functions.
+
+>>> import pyarrow as pa, merge_core as mc
+>>> old = pa.table({"k": [1, 2], "v": ["a", "b"]})
+>>> new = pa.table({"k": [2, 3], "v": ["B", "c"]})
+>>> mc.merge([old, new], key="k").read_all().to_pydict()
+{'k': [1, 2, 3], 'v': ['a', 'B', 'c']}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Literal
+
+from . import _native
+from ._inputs import as_stream_sources, column_names
+from ._options import Deduplicate, MergeSpec, merge_spec
+from ._native import Stream
+from .errors import InternalError, InvalidInputError, MergeCoreError, SpillError
+
+__version__: str = _native.__version__
+
+Algorithm = Literal["loser-tree", "heap"]
+
+
+def merge(
+    runs: Iterable[Any],
+    key: str | Iterable[str],
+    sequence: str | Iterable[str] | None = None,
+    row_kind: str | None = None,
+    merge: MergeSpec = "deduplicate",
+    algorithm: Algorithm = "loser-tree",
+    batch_size: int = 8192,
+) -> Stream:
+    """Merge sorted runs key by key, folding the versions of each key.
+
+    Args:
+        runs: the runs, oldest first. Each is a pyarrow Table, RecordBatch or
+            RecordBatchReader, an iterable of RecordBatches, or any object with
+            ``__arrow_c_stream__`` (polars, DuckDB, DataFusion). Each must be sorted
+            ascending by ``key``, with each key at most once unless ``merge="none"``.
+        key: the key column, or several (compared column by column).
+        sequence: column(s) ordering the versions of a key; without it a later run is newer.
+        row_kind: a column of row kinds (``+I``, ``-U``, ``+U``, ``-D`` or codes 0..3).
+        merge: ``"deduplicate"`` (or ``mc.Deduplicate(...)``) or ``"none"``.
+        algorithm: ``"loser-tree"`` (Paimon's) or ``"heap"`` (the baseline); the output is the same.
+        batch_size: rows per output batch (the last may be shorter).
+
+    Returns:
+        A lazy :class:`Stream` of record batches; the merge runs as it is consumed.
+
+    >>> import pyarrow as pa, merge_core as mc
+    >>> a = pa.table({"k": [1, 2], "v": [10, 20], "op": ["+I", "+I"]})
+    >>> b = pa.table({"k": [2], "v": [0], "op": ["-D"]})
+    >>> mc.merge([a, b], key="k", row_kind="op").read_all().to_pydict()
+    {'k': [1], 'v': [10], 'op': ['+I']}
+    """
+    if not isinstance(batch_size, int) or batch_size < 1:
+        raise InvalidInputError(f"batch_size must be a positive integer, got {batch_size!r}")
+    keys = column_names(key, "key")
+    sequences = column_names(sequence, "sequence")
+    spec = merge_spec(merge)
+    try:
+        return _native.merge(
+            as_stream_sources(runs), keys, sequences, row_kind, spec, algorithm, batch_size
+        )
+    except ValueError as e:
+        if isinstance(e, MergeCoreError):
+            raise
+        raise InvalidInputError(str(e)) from e
+
+
+__all__ = [
+    "merge",
+    "Stream",
+    "Deduplicate",
+    "MergeCoreError",
+    "InvalidInputError",
+    "SpillError",
+    "InternalError",
+    "__version__",
+]

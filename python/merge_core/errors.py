@@ -1,0 +1,24 @@
+"""Exceptions raised by merge-core.
+
+Every error is a :class:`MergeCoreError`; those caused by the caller's data or options
+are also ``ValueError`` so generic handlers keep working.
+"""
+
+
+class MergeCoreError(Exception):
+    """Base class of every merge-core error."""
+
+
+class InvalidInputError(MergeCoreError, ValueError):
+    """The input breaks the contract: unsorted run, duplicate or null key, bad option..."""
+
+
+class SpillError(MergeCoreError, OSError):
+    """Reading or writing spill files failed, or a disk limit was exceeded."""
+
+
+class InternalError(MergeCoreError):
+    """A bug inside merge-core (a caught Rust panic, a broken invariant)."""
+
+
+__all__ = ["MergeCoreError", "InvalidInputError", "SpillError", "InternalError"]

@@ -1,0 +1,57 @@
+//! The `merge_core._native` extension module: a thin layer that converts Python
+//! arguments, runs the Rust merge without the GIL, and turns errors and panics into
+//! `merge_core` exceptions. The public Python API lives in `python/merge_core/`.
+
+mod errors;
+mod options;
+mod stream;
+
+use arrow_array::ffi_stream::RecordBatchStreamReader;
+use arrow_pyarrow::FromPyArrow;
+use pyo3::prelude::*;
+
+use crate::run::Run;
+use crate::MergeOptions;
+use errors::{guard, to_py_err};
+use stream::PyStream;
+
+/// Merges sorted runs (objects with `__arrow_c_stream__`) into a lazy stream.
+#[pyfunction]
+#[pyo3(signature = (runs, key, sequence, row_kind, merge, algorithm, batch_size))]
+fn merge(
+    py: Python<'_>,
+    runs: Vec<Bound<'_, PyAny>>,
+    key: Vec<String>,
+    sequence: Vec<String>,
+    row_kind: Option<String>,
+    merge: &Bound<'_, PyAny>,
+    algorithm: &str,
+    batch_size: usize,
+) -> PyResult<PyStream> {
+    let runs = runs
+        .iter()
+        .map(|obj| {
+            let reader = RecordBatchStreamReader::from_pyarrow_bound(obj)?;
+            let schema = arrow_array::RecordBatchReader::schema(&reader);
+            Ok(Run { schema, batches: Box::new(reader) })
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    let options = MergeOptions {
+        key,
+        sequence,
+        row_kind,
+        merge: options::merge_function(merge)?,
+        algorithm: algorithm.parse().map_err(|e| to_py_err(py, e))?,
+        batch_size,
+    };
+    let stream = guard(py, || crate::merge(runs, options))?;
+    Ok(PyStream::new(stream))
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(merge, m)?)?;
+    m.add_class::<PyStream>()?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}
