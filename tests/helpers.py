@@ -1,0 +1,21 @@
+"""Helpers shared by the tests: building runs from rows and cutting them into batches."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+
+def table_of(rows: list[dict], schema: pa.Schema) -> pa.Table:
+    return pa.Table.from_pylist(rows, schema=schema)
+
+
+def cut(table: pa.Table, cuts: list[int]) -> list[pa.RecordBatch]:
+    """The table as batches cut at the given positions (repeats give empty batches)."""
+    bounds = sorted([0, table.num_rows, *(c % (table.num_rows + 1) for c in cuts)])
+    return [table.slice(a, b - a).combine_chunks().to_batches()[0] if b > a else
+            pa.RecordBatch.from_pylist([], schema=table.schema) for a, b in zip(bounds, bounds[1:])]
+
+
+def rows_of(stream_or_table) -> list[dict]:
+    table = stream_or_table if isinstance(stream_or_table, pa.Table) else stream_or_table.read_all()
+    return table.to_pylist()

@@ -1,0 +1,119 @@
+"""Input kinds, the C stream export, edge cases, and errors raised as Python exceptions."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+import merge_core as mc
+
+
+def t(keys, values=None):
+    return pa.table({"k": pa.array(keys, pa.int64()), "v": pa.array(values or keys, pa.int64())})
+
+
+def test_every_input_kind_gives_the_same_result():
+    want = mc.merge([t([1, 3]), t([2, 3], [20, 30])], key="k").read_all()
+    a, b = t([1, 3]), t([2, 3], [20, 30])
+    variants = [
+        [a, b],
+        [a.to_batches()[0], b.to_batches()[0]],
+        [a.to_reader(), b.to_reader()],
+        [iter(a.to_batches()), (x for x in b.to_batches())],
+        [a, mc.merge([b], key="k")],  # a Stream is itself a source
+    ]
+    for runs in variants:
+        assert mc.merge(runs, key="k").read_all().equals(want)
+
+
+def test_duckdb_result_as_a_run():
+    duckdb = pytest.importorskip("duckdb")
+    con = duckdb.connect()
+    rel = con.sql("select range::BIGINT as k, range::BIGINT * 10 as v from range(5)")
+    out = mc.merge([rel, t([2, 9], [0, 0])], key="k").read_all()
+    assert out.column("v").to_pylist() == [0, 10, 0, 30, 40, 0]
+
+
+def test_stream_exports_through_the_c_stream_interface():
+    stream = mc.merge([t([1, 2]), t([2, 3])], key="k", batch_size=1)
+    reader = pa.RecordBatchReader.from_stream(stream)
+    assert reader.read_all().column("k").to_pylist() == [1, 2, 3]
+    with pytest.raises(RuntimeError, match="already consumed"):
+        pa.RecordBatchReader.from_stream(stream)
+
+
+def test_duckdb_reads_a_stream():
+    duckdb = pytest.importorskip("duckdb")
+    stream = mc.merge([t([1, 2]), t([2, 3], [5, 6])], key="k")
+    reader = pa.RecordBatchReader.from_stream(stream)
+    assert duckdb.sql("select sum(v) from reader").fetchall()[0][0] == 1 + 5 + 6
+
+
+def test_zero_runs_and_empty_runs():
+    assert mc.merge([], key="k").read_all().num_rows == 0
+    empty = t([])
+    assert mc.merge([empty, empty], key="k").read_all().num_rows == 0
+    assert mc.merge([empty, t([1]), iter([])], key="k").read_all().column("k").to_pylist() == [1]
+
+
+def test_stats_and_repr():
+    stream = mc.merge([t([1, 2]), t([2, 3])], key="k")
+    stream.read_all()
+    assert stream.stats == {"runs": 2, "rows_in": 4, "rows_out": 3, "key_comparisons": stream.stats["key_comparisons"]}
+    assert stream.stats["key_comparisons"] > 0
+    assert "rows_out=3" in repr(stream)
+
+
+@pytest.mark.parametrize(
+    "runs, kwargs, message",
+    [
+        ([t([1, 2]), t([3, 1])], {}, "run 1, row 1: run is not sorted by key 'k'"),
+        ([t([1, 1])], {}, "run 0, row 1: duplicate key 'k'"),
+        ([pa.table({"k": pa.array([1, None], pa.int64())})], {}, "run 0, row 1: null in key column 'k'"),
+        ([t([1])], {"key": "nope"}, "unknown key column 'nope'"),
+        ([t([1]), pa.table({"k": pa.array(["x"])})], {}, "schema mismatch"),
+        ([t([1]), pa.table({"q": pa.array([1])})], {}, "schema mismatch"),
+        ([t([1])], {"merge": "bogus"}, "unknown merge function 'bogus'"),
+        ([t([1])], {"algorithm": "quick"}, "unknown algorithm 'quick'"),
+        ([t([1])], {"batch_size": 0}, "batch_size"),
+        ([t([1])], {"sequence": "k"}, "both a key and a sequence"),
+        ([pa.table({"k": [1], "op": ["+X"]})], {"row_kind": "op"}, r"run 0, row 0: unknown row kind '\+X'"),
+        ([pa.table({"k": [1], "s": pa.array([None], pa.int64())})], {"sequence": "s"}, "null in sequence column 's'"),
+    ],
+)
+def test_bad_input_raises_a_clear_value_error(runs, kwargs, message):
+    kwargs = {"key": "k", **kwargs}
+    with pytest.raises(mc.InvalidInputError, match=message) as info:
+        mc.merge(runs, **kwargs).read_all()
+    assert isinstance(info.value, ValueError) and isinstance(info.value, mc.MergeCoreError)
+
+
+def test_not_a_run():
+    with pytest.raises(mc.InvalidInputError, match="cannot read a run from int"):
+        mc.merge([5], key="k")
+    with pytest.raises(mc.InvalidInputError, match="wrap it in a list"):
+        mc.merge(t([1]), key="k")
+
+
+def test_an_error_inside_a_python_source_surfaces_as_merge_core_error():
+    def batches():
+        yield t([1, 2]).to_batches()[0]
+        raise RuntimeError("source broke")
+
+    with pytest.raises(mc.MergeCoreError, match="source broke"):
+        mc.merge([batches(), t([3])], key="k", batch_size=1).read_all()
+
+
+def test_iteration_stops_after_an_error():
+    stream = mc.merge([t([2, 1])], key="k")
+    with pytest.raises(mc.InvalidInputError):
+        next(stream)
+    with pytest.raises(StopIteration):
+        next(stream)
+
+
+def test_every_native_export_is_public():
+    from merge_core import _native
+
+    public = {name for name in dir(_native) if not name.startswith("_")}
+    assert public - {"merge"} <= set(mc.__all__)
