@@ -35,7 +35,6 @@
 //! assert_eq!(out[0].column(1).as_primitive::<Int64Type>().values(), &[1, 20, 30]);
 //! ```
 #![warn(missing_docs)]
-#![allow(missing_docs)] // TODO: document every public item, then drop this line
 
 mod builder;
 pub mod engine;

@@ -21,7 +21,9 @@ pub type BatchIter = Box<dyn Iterator<Item = Result<RecordBatch, ArrowError>> + 
 
 /// One sorted run: its schema and its batches.
 pub struct Run {
+    /// Schema of every batch of the run.
     pub schema: SchemaRef,
+    /// The batches, in key order.
     pub batches: BatchIter,
 }
 
@@ -62,9 +64,13 @@ impl Layout {
         let key = key.iter().map(|k| find("key", k)).collect::<Result<Vec<_>>>()?;
         let sequence = sequence.iter().map(|s| find("sequence", s)).collect::<Result<Vec<_>>>()?;
         let row_kind = row_kind.map(|r| find("row-kind", r)).transpose()?;
-        for (role, idx) in sequence.iter().map(|i| ("sequence", *i)).chain(row_kind.map(|i| ("row-kind", i))) {
+        for (role, idx) in sequence.iter().map(|i| ("sequence", *i)).chain(row_kind.map(|i| ("row-kind", i)))
+        {
             if key.contains(&idx) {
-                return Err(invalid!("column '{}' cannot be both a key and a {role} column", schema.field(idx).name()));
+                return Err(invalid!(
+                    "column '{}' cannot be both a key and a {role} column",
+                    schema.field(idx).name()
+                ));
             }
         }
         if let Some(idx) = row_kind {
@@ -169,6 +175,10 @@ impl<E: KeyEncoder> Runs<E> {
     /// Compares the versions of the current rows of two live runs (same key).
     #[inline]
     pub(crate) fn compare_versions(&self, a: usize, b: usize) -> Ordering {
+        if self.layout.sequence.is_empty() {
+            // Two cursors are two runs, and without a sequence the later run is newer.
+            return a.cmp(&b);
+        }
         let (a, b) = (self.current(a), self.current(b));
         compare_versions(self.store.version(a), self.store.version(b))
     }
@@ -295,7 +305,10 @@ impl<E: KeyEncoder> Runs<E> {
         if same {
             Ok(())
         } else {
-            Err(invalid!("run {run}: a batch's schema ({got}) differs from the runs' schema ({})", self.layout.schema))
+            Err(invalid!(
+                "run {run}: a batch's schema ({got}) differs from the runs' schema ({})",
+                self.layout.schema
+            ))
         }
     }
 }
@@ -321,9 +334,9 @@ fn check_order<V: KeyValues>(
             Ordering::Less => {}
             Ordering::Greater => {
                 return Err(invalid!(
-                    "{}: run is not sorted by key {key_names}: this row's key is smaller than the previous row's",
-                    at(row)
-                ))
+                "{}: run is not sorted by key {key_names}: this row's key is smaller than the previous row's",
+                at(row)
+            ))
             }
             Ordering::Equal if strict => {
                 return Err(invalid!(

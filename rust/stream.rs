@@ -19,11 +19,17 @@ use crate::run::{BatchIter, Group, Layout, Run, Runs};
 /// Options of [`merge`]; see the Python `merge_core.merge` for their meaning.
 #[derive(Debug, Clone)]
 pub struct MergeOptions {
+    /// Key columns, compared column by column.
     pub key: Vec<String>,
+    /// Columns ordering the versions of a key (empty: a later run is newer).
     pub sequence: Vec<String>,
+    /// Column of row kinds (`+I`, `-U`, `+U`, `-D` or codes 0..3).
     pub row_kind: Option<String>,
+    /// How the versions of a key are folded.
     pub merge: MergeFunction,
+    /// Which engine merges.
     pub algorithm: Algorithm,
+    /// Rows per output batch (the last may be shorter).
     pub batch_size: usize,
 }
 
@@ -44,9 +50,13 @@ impl MergeOptions {
 /// Figures of a merge so far.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct MergeStats {
+    /// Number of input runs.
     pub runs: u64,
+    /// Rows read from the runs so far.
     pub rows_in: u64,
+    /// Rows emitted so far.
     pub rows_out: u64,
+    /// Key comparisons made by the engine (not counting the input checks).
     pub key_comparisons: u64,
 }
 
@@ -67,6 +77,7 @@ pub struct MergeStream {
 }
 
 impl MergeStream {
+    /// The output schema (the runs' schema; a field is nullable if it is in any run).
     pub fn schema(&self) -> SchemaRef {
         self.schema.clone()
     }
@@ -76,6 +87,7 @@ impl MergeStream {
         StatsHandle(self.stats.clone())
     }
 
+    /// Figures so far.
     pub fn stats(&self) -> MergeStats {
         self.stats_handle().get()
     }
@@ -86,6 +98,7 @@ impl MergeStream {
 pub struct StatsHandle(Arc<SharedStats>);
 
 impl StatsHandle {
+    /// Figures so far.
     pub fn get(&self) -> MergeStats {
         let s = &self.0;
         MergeStats {
@@ -282,5 +295,69 @@ impl<E: KeyEncoder, M: MergeEngine<E>> Iterator for Merger<E, M> {
 impl From<MergeError> for ArrowError {
     fn from(e: MergeError) -> Self {
         ArrowError::ExternalError(Box::new(e))
+    }
+}
+
+/// Runs only the merge order: the engine produces every key group, nothing is folded or
+/// built. For benchmarks that separate the engines' cost from output assembly.
+#[doc(hidden)]
+pub fn merge_order_only(runs: Vec<Run>, options: MergeOptions) -> Result<MergeStats> {
+    let Some(schema) = common_schema(&runs)? else { return Ok(MergeStats::default()) };
+    let layout = Layout::new(
+        schema.clone(),
+        &options.key,
+        &options.sequence,
+        options.row_kind.as_deref(),
+        options.merge.folds(),
+    )?;
+    let key_types: Vec<_> = layout.key.iter().map(|&k| schema.field(k).data_type().clone()).collect();
+    let k = runs.len() as u64;
+    let inputs = runs.into_iter().map(|r| r.batches).collect();
+    let visitor = OrderOnly { inputs, layout: Arc::new(layout), algorithm: options.algorithm };
+    let mut stats = dispatch(&key_types, visitor)??;
+    stats.runs = k;
+    Ok(stats)
+}
+
+struct OrderOnly {
+    inputs: Vec<BatchIter>,
+    layout: Arc<Layout>,
+    algorithm: Algorithm,
+}
+
+impl KeyVisitor for OrderOnly {
+    type Output = Result<MergeStats>;
+
+    fn visit<E: KeyEncoder>(self, encoder: E) -> Result<MergeStats> {
+        fn drive<E: KeyEncoder>(mut runs: Runs<E>, mut engine: impl MergeEngine<E>) -> Result<MergeStats> {
+            let mut group = Group::default();
+            let mut groups = 0;
+            loop {
+                group.clear();
+                if !engine.next_group(&mut runs, &mut group)? {
+                    break;
+                }
+                groups += 1;
+                // Keep memory flat: drop batches once no cursor stands in them.
+                if runs.store.len() > 4 * runs.len() + 16 {
+                    let mut live = vec![false; runs.store.len()];
+                    runs.mark_live(&mut live);
+                    let remap = runs.store.retain(&live);
+                    runs.remap(&remap);
+                }
+            }
+            let c = runs.counters;
+            Ok(MergeStats {
+                runs: 0,
+                rows_in: c.rows_in,
+                rows_out: groups,
+                key_comparisons: c.key_comparisons,
+            })
+        }
+        let runs = Runs::new(self.inputs, encoder, self.layout);
+        match self.algorithm {
+            Algorithm::LoserTree => drive(runs, LoserTree::default()),
+            Algorithm::Heap => drive(runs, Heap::default()),
+        }
     }
 }

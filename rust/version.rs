@@ -10,7 +10,9 @@ use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef, ArrowNativeTypeOp, Int16Array, Int32Array, Int64Array, Int8Array};
-use arrow_array::{LargeStringArray, StringArray, StringViewArray, UInt16Array, UInt32Array, UInt64Array, UInt8Array};
+use arrow_array::{
+    LargeStringArray, StringArray, StringViewArray, UInt16Array, UInt32Array, UInt64Array, UInt8Array,
+};
 use arrow_buffer::ScalarBuffer;
 use arrow_schema::DataType;
 
@@ -177,8 +179,9 @@ fn sequence_values(column: &dyn Array) -> Result<ScalarBuffer<i64>> {
 pub(crate) fn check_row_kind_type(name: &str, data_type: &DataType) -> Result<()> {
     use DataType::*;
     match data_type {
-        Utf8 | LargeUtf8 | Utf8View | Int8 | Int16 | Int32 | Int64 | UInt8 | UInt16 | UInt32
-        | UInt64 => Ok(()),
+        Utf8 | LargeUtf8 | Utf8View | Int8 | Int16 | Int32 | Int64 | UInt8 | UInt16 | UInt32 | UInt64 => {
+            Ok(())
+        }
         other => Err(invalid!(
             "row-kind column '{name}' must hold strings (+I, -U, +U, -D) or integer codes 0..3, not {other}"
         )),

@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
-# Every test: the Rust unit, property and doc tests, then pytest (with the docs' examples).
+# Every check and test, as CI runs them: lints, the Rust unit/property/doc tests, then
+# pytest (with the examples in the package's docstrings).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+cargo fmt --check
+cargo clippy --all-targets --features python -- -D warnings
+.venv/bin/ruff check python tests
+.venv/bin/ruff format --check python tests
 cargo test
 .venv/bin/python -m pytest tests python/merge_core --doctest-modules "$@"

@@ -12,8 +12,12 @@ def table_of(rows: list[dict], schema: pa.Schema) -> pa.Table:
 def cut(table: pa.Table, cuts: list[int]) -> list[pa.RecordBatch]:
     """The table as batches cut at the given positions (repeats give empty batches)."""
     bounds = sorted([0, table.num_rows, *(c % (table.num_rows + 1) for c in cuts)])
-    return [table.slice(a, b - a).combine_chunks().to_batches()[0] if b > a else
-            pa.RecordBatch.from_pylist([], schema=table.schema) for a, b in zip(bounds, bounds[1:])]
+    return [
+        table.slice(a, b - a).combine_chunks().to_batches()[0]
+        if b > a
+        else pa.RecordBatch.from_pylist([], schema=table.schema)
+        for a, b in zip(bounds, bounds[1:], strict=False)
+    ]
 
 
 def rows_of(stream_or_table) -> list[dict]:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import itertools
 import struct
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 KINDS = ["+I", "-U", "+U", "-D"]
 

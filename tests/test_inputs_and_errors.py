@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+import merge_core as mc
 import pyarrow as pa
 import pytest
-
-import merge_core as mc
 
 
 def t(keys, values=None):
@@ -45,8 +44,9 @@ def test_stream_exports_through_the_c_stream_interface():
 def test_duckdb_reads_a_stream():
     duckdb = pytest.importorskip("duckdb")
     stream = mc.merge([t([1, 2]), t([2, 3], [5, 6])], key="k")
-    reader = pa.RecordBatchReader.from_stream(stream)
-    assert duckdb.sql("select sum(v) from reader").fetchall()[0][0] == 1 + 5 + 6
+    con = duckdb.connect()
+    con.register("merged", pa.RecordBatchReader.from_stream(stream))
+    assert con.sql("select sum(v) from merged").fetchall()[0][0] == 1 + 5 + 6
 
 
 def test_zero_runs_and_empty_runs():

@@ -5,13 +5,12 @@ from __future__ import annotations
 import datetime
 import decimal
 
+import merge_core as mc
+import oracle
 import pyarrow as pa
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
-import merge_core as mc
-import oracle
 
 
 def _ints(lo, hi):
@@ -66,7 +65,7 @@ def _build_runs(name, runs_values):
         ids = list(range(next_id, next_id + len(values)))
         next_id += len(values)
         tables.append(pa.table({"key": build(values), "id": pa.array(ids, pa.int64())}))
-        rows_per_run.append([{"key": order(v), "id": i} for v, i in zip(values, ids)])
+        rows_per_run.append([{"key": order(v), "id": i} for v, i in zip(values, ids, strict=False)])
     return tables, rows_per_run
 
 
@@ -99,13 +98,17 @@ def test_composite_key(runs):
         values = sorted(set(values))
         ids = list(range(next_id, next_id + len(values)))
         next_id += len(values)
-        tables.append(pa.table({
-            "s": pa.array([v[0] for v in values], pa.string()),
-            "i": pa.array([v[1] for v in values], pa.int32()),
-            "b": pa.array([v[2] for v in values], pa.bool_()),
-            "id": pa.array(ids, pa.int64()),
-        }))
-        rows.append([{"s": v[0], "i": v[1], "b": v[2], "id": i} for v, i in zip(values, ids)])
+        tables.append(
+            pa.table(
+                {
+                    "s": pa.array([v[0] for v in values], pa.string()),
+                    "i": pa.array([v[1] for v in values], pa.int32()),
+                    "b": pa.array([v[2] for v in values], pa.bool_()),
+                    "id": pa.array(ids, pa.int64()),
+                }
+            )
+        )
+        rows.append([{"s": v[0], "i": v[1], "b": v[2], "id": i} for v, i in zip(values, ids, strict=False)])
     want = [r["id"] for r in oracle.merge(rows, ["s", "i", "b"])]
     for algorithm in ("loser-tree", "heap"):
         out = mc.merge(tables, key=["s", "i", "b"], algorithm=algorithm).read_all() if tables else None
@@ -113,9 +116,19 @@ def test_composite_key(runs):
 
 
 def test_dates_and_decimals_round_trip_values():
-    a = pa.table({"d": pa.array([datetime.date(2020, 1, 1), datetime.date(2021, 1, 1)]),
-                  "x": pa.array([decimal.Decimal("1.50"), decimal.Decimal("2.25")], pa.decimal128(5, 2))})
-    b = pa.table({"d": pa.array([datetime.date(2020, 6, 1)]), "x": pa.array([decimal.Decimal("9.99")], pa.decimal128(5, 2))})
+    a = pa.table(
+        {
+            "d": pa.array([datetime.date(2020, 1, 1), datetime.date(2021, 1, 1)]),
+            "x": pa.array([decimal.Decimal("1.50"), decimal.Decimal("2.25")], pa.decimal128(5, 2)),
+        }
+    )
+    b = pa.table(
+        {"d": pa.array([datetime.date(2020, 6, 1)]), "x": pa.array([decimal.Decimal("9.99")], pa.decimal128(5, 2))}
+    )
     out = mc.merge([a, b], key="d").read_all()
-    assert out.column("d").to_pylist() == [datetime.date(2020, 1, 1), datetime.date(2020, 6, 1), datetime.date(2021, 1, 1)]
+    assert out.column("d").to_pylist() == [
+        datetime.date(2020, 1, 1),
+        datetime.date(2020, 6, 1),
+        datetime.date(2021, 1, 1),
+    ]
     assert out.column("x").to_pylist() == [decimal.Decimal("1.50"), decimal.Decimal("9.99"), decimal.Decimal("2.25")]

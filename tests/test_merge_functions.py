@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import pyarrow as pa
-import pytest
-from hypothesis import given
-from hypothesis import strategies as st
-
 import merge_core as mc
 import oracle
+import pyarrow as pa
+import pytest
 from helpers import cut, rows_of, table_of
+from hypothesis import given
+from hypothesis import strategies as st
 
 ALGORITHMS = ["loser-tree", "heap"]
 
@@ -34,8 +33,9 @@ def _number(runs, duplicates):
 
 
 def schema(int_kinds=False):
-    return pa.schema([("k", pa.int64()), ("v", pa.int64()), ("seq", pa.int32()),
-                      ("op", pa.int8() if int_kinds else pa.string())])
+    return pa.schema(
+        [("k", pa.int64()), ("v", pa.int64()), ("seq", pa.int32()), ("op", pa.int8() if int_kinds else pa.string())]
+    )
 
 
 MERGES = [
@@ -65,8 +65,15 @@ def test_engines_equal_oracle(runs, cuts, with_sequence, int_kinds, batch_size):
         want = oracle.merge(runs, ["k"], ["seq"] if with_sequence else [], "op", **oracle_args)
         for algorithm in ALGORITHMS:
             inputs = [cut(table_of(rows, s), cuts) for rows in runs]
-            stream = mc.merge(inputs, key="k", sequence=sequence, row_kind="op", merge=merge,
-                              algorithm=algorithm, batch_size=batch_size)
+            stream = mc.merge(
+                inputs,
+                key="k",
+                sequence=sequence,
+                row_kind="op",
+                merge=merge,
+                algorithm=algorithm,
+                batch_size=batch_size,
+            )
             batches = list(stream)
             assert all(b.num_rows == batch_size for b in batches[:-1])
             got = pa.Table.from_batches(batches, schema=stream.schema).to_pylist() if batches else []
@@ -80,8 +87,17 @@ def test_none_keeps_duplicates_inside_runs_in_version_order(runs, with_sequence)
     want = oracle.merge(runs, ["k"], ["seq"] if with_sequence else [], "op", merge="none")
     for algorithm in ALGORITHMS:
         inputs = [table_of(rows, schema()) for rows in runs]
-        got = rows_of(mc.merge(inputs, key="k", sequence="seq" if with_sequence else None,
-                               row_kind="op", merge="none", algorithm=algorithm, batch_size=3))
+        got = rows_of(
+            mc.merge(
+                inputs,
+                key="k",
+                sequence="seq" if with_sequence else None,
+                row_kind="op",
+                merge="none",
+                algorithm=algorithm,
+                batch_size=3,
+            )
+        )
         assert got == want
 
 
@@ -90,8 +106,15 @@ def test_hundreds_of_runs_and_all_keys_equal():
     for with_sequence in (False, True):
         want = oracle.merge(runs, ["k"], ["seq"] if with_sequence else [], "op")
         for algorithm in ALGORITHMS:
-            got = rows_of(mc.merge([table_of(r, schema()) for r in runs], key="k",
-                                   sequence="seq" if with_sequence else None, row_kind="op", algorithm=algorithm))
+            got = rows_of(
+                mc.merge(
+                    [table_of(r, schema()) for r in runs],
+                    key="k",
+                    sequence="seq" if with_sequence else None,
+                    row_kind="op",
+                    algorithm=algorithm,
+                )
+            )
             assert got == want and len(got) == 1
 
 

@@ -14,8 +14,8 @@ from typing import Any, Literal
 
 from . import _native
 from ._inputs import as_stream_sources, column_names
-from ._options import Deduplicate, MergeSpec, merge_spec
 from ._native import Stream
+from ._options import Deduplicate, MergeSpec, merge_spec
 from .errors import InternalError, InvalidInputError, MergeCoreError, SpillError
 
 __version__: str = _native.__version__
@@ -61,9 +61,7 @@ def merge(
     sequences = column_names(sequence, "sequence")
     spec = merge_spec(merge)
     try:
-        return _native.merge(
-            as_stream_sources(runs), keys, sequences, row_kind, spec, algorithm, batch_size
-        )
+        return _native.merge(as_stream_sources(runs), keys, sequences, row_kind, spec, algorithm, batch_size)
     except ValueError as e:
         if isinstance(e, MergeCoreError):
             raise

@@ -4,7 +4,7 @@ module reads in one place (``rust/python/options.rs``)."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any, Union
+from typing import Any
 
 from .errors import InvalidInputError
 
@@ -24,7 +24,7 @@ class Deduplicate:
         return {"function": "deduplicate", **asdict(self)}
 
 
-MergeSpec = Union[str, Deduplicate]
+MergeSpec = str | Deduplicate
 
 
 def merge_spec(merge: MergeSpec) -> dict[str, Any]:
@@ -33,5 +33,7 @@ def merge_spec(merge: MergeSpec) -> dict[str, Any]:
         return {"function": merge.replace("_", "-")}
     spec = getattr(merge, "_spec", None)
     if spec is None:
-        raise InvalidInputError(f"merge must be a function name or an option object like mc.Deduplicate(), got {merge!r}")
+        raise InvalidInputError(
+            f"merge must be a function name or an option object like mc.Deduplicate(), got {merge!r}"
+        )
     return spec()

@@ -1,7 +1,7 @@
 """The ``merge-core`` command line.
 
-    merge-core demo [--runs K] [--rows N]   generate sorted runs, merge them with both
-                                            engines, check they agree, print figures
+merge-core demo [--runs K] [--rows N]   generate sorted runs, merge them with both
+                                        engines, check they agree, print figures
 """
 
 from __future__ import annotations
@@ -30,13 +30,17 @@ def generate_runs(runs: int, rows: int, overlap: float, seed: int) -> list[pa.Ta
     for r in range(runs):
         keys = np.unique(rng.integers(0, key_space, size=rows))
         n = len(keys)
-        tables.append(pa.table({
-            "key": keys,
-            "run": np.full(n, r, dtype=np.int32),
-            "price": rng.random(n),
-            "qty": rng.integers(0, 1000, size=n),
-            "note": pa.array([f"r{r}"] * n),
-        }))
+        tables.append(
+            pa.table(
+                {
+                    "key": keys,
+                    "run": np.full(n, r, dtype=np.int32),
+                    "price": rng.random(n),
+                    "qty": rng.integers(0, 1000, size=n),
+                    "note": pa.array([f"r{r}"] * n),
+                }
+            )
+        )
     return tables
 
 
@@ -53,8 +57,10 @@ def demo(args: argparse.Namespace) -> int:
         seconds = time.perf_counter() - start
         stats = stream.stats
         results[algorithm] = table
-        print(f"{algorithm:<12}{rows_in:>12,}{stats['rows_out']:>12,}{seconds:>10.3f}"
-              f"{rows_in / seconds / 1e6:>10.1f}{stats['key_comparisons'] / max(rows_in, 1):>9.2f}")
+        print(
+            f"{algorithm:<12}{rows_in:>12,}{stats['rows_out']:>12,}{seconds:>10.3f}"
+            f"{rows_in / seconds / 1e6:>10.1f}{stats['key_comparisons'] / max(rows_in, 1):>9.2f}"
+        )
     same = results["loser-tree"].equals(results["heap"])
     print(f"\nboth engines agree: {'yes' if same else 'NO'}")
     print("\nfirst rows of the merged output (newest version of each key):")
@@ -67,18 +73,24 @@ def format_table(table: pa.Table) -> str:
     cells = [[str(v) for v in table.column_names]]
     cells += [[f"{v:.4f}" if isinstance(v, float) else str(v) for v in row.values()] for row in table.to_pylist()]
     widths = [max(len(r[i]) for r in cells) for i in range(len(cells[0]))]
-    return "\n".join("  ".join(c.rjust(w) for c, w in zip(row, widths)) for row in cells)
+    return "\n".join("  ".join(c.rjust(w) for c, w in zip(row, widths, strict=False)) for row in cells)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="merge-core", description="Merge sorted Arrow runs the way LSM data lakes do.",
-        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
+        prog="merge-core",
+        description="Merge sorted Arrow runs the way LSM data lakes do.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"merge-core {mc.__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
-    p = commands.add_parser("demo", help="merge generated runs with both engines and compare",
-                            epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = commands.add_parser(
+        "demo",
+        help="merge generated runs with both engines and compare",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--runs", type=int, default=16, help="number of sorted runs (default 16)")
     p.add_argument("--rows", type=int, default=250_000, help="rows per run (default 250000)")
     p.add_argument("--overlap", type=float, default=0.5, help="share of keys that recur across runs, 0..1")

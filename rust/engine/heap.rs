@@ -49,7 +49,8 @@ impl Heap {
                 break;
             }
             let right = left + 1;
-            let smaller = if right < len && Self::less(runs, self.heap[right], self.heap[left]) { right } else { left };
+            let smaller =
+                if right < len && Self::less(runs, self.heap[right], self.heap[left]) { right } else { left };
             if !Self::less(runs, self.heap[smaller], self.heap[parent]) {
                 break;
             }

@@ -152,7 +152,13 @@ impl LoserTree {
     }
 
     /// A run with a key unseen in this group meets a parked run.
-    fn match_new_key<E: KeyEncoder>(&mut self, runs: &mut Runs<E>, node: usize, child: usize, parent: usize) -> Result<()> {
+    fn match_new_key<E: KeyEncoder>(
+        &mut self,
+        runs: &mut Runs<E>,
+        node: usize,
+        child: usize,
+        parent: usize,
+    ) -> Result<()> {
         match self.leaves[parent].state {
             State::LoserNewKey => {
                 // A used-up run sorts after everything; two used-up runs need no order.
@@ -163,7 +169,9 @@ impl LoserTree {
                 };
                 match order {
                     Ordering::Less => {}
-                    Ordering::Greater => self.set_roles(parent, State::WinnerNewKey, child, State::LoserNewKey),
+                    Ordering::Greater => {
+                        self.set_roles(parent, State::WinnerNewKey, child, State::LoserNewKey)
+                    }
                     Ordering::Equal => {
                         if runs.compare_versions(child, parent) == Ordering::Less {
                             self.leaves[parent].state = State::LoserSameKey;
@@ -188,7 +196,13 @@ impl LoserTree {
     }
 
     /// A later version of the current group's key meets a parked run.
-    fn match_same_key<E: KeyEncoder>(&mut self, runs: &mut Runs<E>, node: usize, child: usize, parent: usize) -> Result<()> {
+    fn match_same_key<E: KeyEncoder>(
+        &mut self,
+        runs: &mut Runs<E>,
+        node: usize,
+        child: usize,
+        parent: usize,
+    ) -> Result<()> {
         match self.leaves[parent].state {
             // Same key: only the versions need comparing.
             State::LoserSameKey => {

@@ -35,7 +35,9 @@ impl std::str::FromStr for Algorithm {
         match s {
             "loser-tree" | "loser_tree" | "losertree" => Ok(Self::LoserTree),
             "heap" => Ok(Self::Heap),
-            other => Err(crate::error::invalid!("unknown algorithm '{other}' (expected 'loser-tree' or 'heap')")),
+            other => {
+                Err(crate::error::invalid!("unknown algorithm '{other}' (expected 'loser-tree' or 'heap')"))
+            }
         }
     }
 }

@@ -76,4 +76,3 @@ pub(crate) fn dispatch<V: KeyVisitor>(types: &[DataType], visitor: V) -> Result<
     }
     Ok(visitor.visit(RowEncoder::new(types)?))
 }
-

@@ -20,8 +20,12 @@ impl<N: ArrowNativeTypeOp> KeyValues for PrimitiveKeys<N> {
 
     #[inline]
     fn compare(&self, i: usize, other: &Self, j: usize) -> Ordering {
+        debug_assert!(i < self.0.len() && j < other.0.len());
+        // SAFETY: cursors only compare their current row, which is below the batch length
+        // (`Runs::advance` moves to the next batch when the position reaches it).
+        let (a, b) = unsafe { (*self.0.get_unchecked(i), *other.0.get_unchecked(j)) };
         // `ArrowNativeTypeOp::compare` is the IEEE total order for floats.
-        self.0[i].compare(other.0[j])
+        a.compare(b)
     }
 }
 

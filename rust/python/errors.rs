@@ -40,7 +40,10 @@ pub(crate) fn to_py_err(py: Python<'_>, e: MergeError) -> PyErr {
 }
 
 /// Runs `work` without the GIL, turning its error or panic into a Python exception.
-pub(crate) fn guard<T: Send>(py: Python<'_>, work: impl FnOnce() -> Result<T, MergeError> + Send) -> PyResult<T> {
+pub(crate) fn guard<T: Send>(
+    py: Python<'_>,
+    work: impl FnOnce() -> Result<T, MergeError> + Send,
+) -> PyResult<T> {
     let result = py.detach(|| catch_unwind(AssertUnwindSafe(work)));
     result.unwrap_or_else(|panic| Err(panic_error(panic))).map_err(|e| to_py_err(py, e))
 }

@@ -17,6 +17,7 @@ use stream::PyStream;
 
 /// Merges sorted runs (objects with `__arrow_c_stream__`) into a lazy stream.
 #[pyfunction]
+#[allow(clippy::too_many_arguments)] // mirrors the Python signature one to one
 #[pyo3(signature = (runs, key, sequence, row_kind, merge, algorithm, batch_size))]
 fn merge(
     py: Python<'_>,

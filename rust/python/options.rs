@@ -15,10 +15,8 @@ fn bad(msg: String) -> PyErr {
 
 pub(crate) fn merge_function(spec: &Bound<'_, PyAny>) -> PyResult<MergeFunction> {
     let spec = spec.cast::<PyDict>().map_err(|_| bad("merge spec must be a dict".into()))?;
-    let name: String = spec
-        .get_item("function")?
-        .ok_or_else(|| bad("merge spec lacks 'function'".into()))?
-        .extract()?;
+    let name: String =
+        spec.get_item("function")?.ok_or_else(|| bad("merge spec lacks 'function'".into()))?.extract()?;
     let flag = |key: &str, default: bool| -> PyResult<bool> {
         spec.get_item(key)?.map_or(Ok(default), |v| v.extract())
     };
@@ -26,9 +24,7 @@ pub(crate) fn merge_function(spec: &Bound<'_, PyAny>) -> PyResult<MergeFunction>
         "none" => &[],
         "deduplicate" => &["ignore_delete", "drop_deletes"],
         other => {
-            return Err(bad(format!(
-                "unknown merge function '{other}' (expected 'deduplicate' or 'none')"
-            )))
+            return Err(bad(format!("unknown merge function '{other}' (expected 'deduplicate' or 'none')")))
         }
     };
     for key in spec.keys() {

@@ -118,7 +118,12 @@ impl PyStream {
 
     fn __repr__(&self) -> String {
         let s = self.stats.get();
-        format!("<merge_core.Stream runs={} rows_out={} schema=[{}]>", s.runs, s.rows_out, field_names(&self.schema))
+        format!(
+            "<merge_core.Stream runs={} rows_out={} schema=[{}]>",
+            s.runs,
+            s.rows_out,
+            field_names(&self.schema)
+        )
     }
 }
 

@@ -22,7 +22,8 @@ fn error_of(runs: Vec<Run>, options: MergeOptions) -> String {
 
 #[test]
 fn unsorted_run_names_run_and_row() {
-    let msg = error_of(vec![run(&rows(&[1, 2]), &[]), run(&rows(&[1, 5, 3]), &[])], MergeOptions::new(&["k"]));
+    let msg =
+        error_of(vec![run(&rows(&[1, 2]), &[]), run(&rows(&[1, 5, 3]), &[])], MergeOptions::new(&["k"]));
     assert!(msg.contains("run 1, row 2") && msg.contains("not sorted") && msg.contains("'k'"), "{msg}");
 }
 
@@ -38,14 +39,16 @@ fn duplicate_key_is_an_error_only_when_folding() {
     assert!(msg.contains("run 0, row 2") && msg.contains("duplicate key"), "{msg}");
     let mut options = MergeOptions::new(&["k"]);
     options.merge = MergeFunction::None;
-    let out: Vec<_> = merge(vec![run(&rows(&[1, 2, 2]), &[])], options).unwrap().collect::<Result<_, _>>().unwrap();
+    let out: Vec<_> =
+        merge(vec![run(&rows(&[1, 2, 2]), &[])], options).unwrap().collect::<Result<_, _>>().unwrap();
     assert_eq!(out.iter().map(|b| b.num_rows()).sum::<usize>(), 3);
 }
 
 #[test]
 fn null_key_names_the_column() {
     let schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, true)]));
-    let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(Int64Array::from(vec![Some(1), None]))]).unwrap();
+    let batch =
+        RecordBatch::try_new(schema.clone(), vec![Arc::new(Int64Array::from(vec![Some(1), None]))]).unwrap();
     let msg = error_of(vec![Run::from_batches(schema, vec![batch])], MergeOptions::new(&["id"]));
     assert!(msg.contains("run 0, row 1") && msg.contains("null in key column 'id'"), "{msg}");
 }
@@ -56,7 +59,10 @@ fn unknown_columns_and_schema_mismatch() {
     assert!(msg.contains("unknown key column 'nope'"), "{msg}");
     let other = Arc::new(Schema::new(vec![Field::new("k", DataType::Utf8, false)]));
     let batch = RecordBatch::try_new(other.clone(), vec![Arc::new(StringArray::from(vec!["a"]))]).unwrap();
-    let msg = error_of(vec![run(&rows(&[1]), &[]), Run::from_batches(other, vec![batch])], MergeOptions::new(&["k"]));
+    let msg = error_of(
+        vec![run(&rows(&[1]), &[]), Run::from_batches(other, vec![batch])],
+        MergeOptions::new(&["k"]),
+    );
     assert!(msg.contains("schema mismatch") && msg.contains("run 1"), "{msg}");
 }
 
@@ -80,7 +86,11 @@ fn an_input_error_mid_stream_ends_the_stream() {
     let schema = super::reference::schema();
     let good = super::reference::batch(&rows(&[1, 2]));
     let failing: crate::BatchIter = Box::new(
-        vec![Ok(good), Err(arrow_schema::ArrowError::IoError("disk gone".into(), std::io::Error::other("x")))].into_iter(),
+        vec![
+            Ok(good),
+            Err(arrow_schema::ArrowError::IoError("disk gone".into(), std::io::Error::other("x"))),
+        ]
+        .into_iter(),
     );
     let mut options = MergeOptions::new(&["k"]);
     options.batch_size = 1;

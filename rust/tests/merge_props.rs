@@ -39,7 +39,11 @@ fn runs_strategy(max_runs: usize, key_range: i64, duplicates: bool) -> impl Stra
     })
 }
 
-fn run_merge(runs: &[Vec<Row>], cuts: &[usize], options: MergeOptions) -> (Vec<(i64, i64, u8)>, Vec<usize>, MergeStream) {
+fn run_merge(
+    runs: &[Vec<Row>],
+    cuts: &[usize],
+    options: MergeOptions,
+) -> (Vec<(i64, i64, u8)>, Vec<usize>, MergeStream) {
     let inputs = runs.iter().map(|rows| run(rows, cuts)).collect();
     let mut stream = merge(inputs, options).unwrap();
     let batches: Vec<_> = stream.by_ref().collect::<Result<_, _>>().unwrap();
@@ -47,7 +51,12 @@ fn run_merge(runs: &[Vec<Row>], cuts: &[usize], options: MergeOptions) -> (Vec<(
     (rows_of(&batches), sizes, stream)
 }
 
-fn options(merge: MergeFunction, algorithm: Algorithm, with_sequence: bool, batch_size: usize) -> MergeOptions {
+fn options(
+    merge: MergeFunction,
+    algorithm: Algorithm,
+    with_sequence: bool,
+    batch_size: usize,
+) -> MergeOptions {
     let mut o = MergeOptions::new(&["k"]);
     o.merge = merge;
     o.algorithm = algorithm;
@@ -121,7 +130,8 @@ fn disjoint_runs(k: usize, per_run: usize) -> Vec<Vec<Row>> {
 fn loser_tree_comparisons_per_row_are_at_most_log2_k_plus_one() {
     for k in [1usize, 2, 3, 5, 8, 32, 100, 128] {
         let runs = disjoint_runs(k, 200);
-        let (got, _, stream) = run_merge(&runs, &[], options(MergeFunction::default(), Algorithm::LoserTree, false, 1024));
+        let (got, _, stream) =
+            run_merge(&runs, &[], options(MergeFunction::default(), Algorithm::LoserTree, false, 1024));
         assert_eq!(got.len(), k * 200);
         let per_row = stream.stats().key_comparisons as f64 / got.len() as f64;
         let bound = (k as f64).log2().ceil() + 1.0;
@@ -131,11 +141,13 @@ fn loser_tree_comparisons_per_row_are_at_most_log2_k_plus_one() {
 
 #[test]
 fn all_keys_equal_across_many_runs() {
-    let runs: Vec<Vec<Row>> = (0..257).map(|r| vec![Row { key: 7, value: r, seq: (r * 7919) % 13, kind: 0 }]).collect();
+    let runs: Vec<Vec<Row>> =
+        (0..257).map(|r| vec![Row { key: 7, value: r, seq: (r * 7919) % 13, kind: 0 }]).collect();
     for with_sequence in [false, true] {
         let want = expected(&runs, with_sequence, &MergeFunction::None);
         for algorithm in ALGORITHMS {
-            let (got, _, _) = run_merge(&runs, &[], options(MergeFunction::None, algorithm, with_sequence, 64));
+            let (got, _, _) =
+                run_merge(&runs, &[], options(MergeFunction::None, algorithm, with_sequence, 64));
             assert_eq!(got, want, "{algorithm:?}");
         }
     }

@@ -32,7 +32,8 @@ const KINDS: [&str; 4] = ["+I", "-U", "+U", "-D"];
 pub fn batch(rows: &[Row]) -> RecordBatch {
     let col = |f: fn(&Row) -> i64| Arc::new(Int64Array::from(rows.iter().map(f).collect::<Vec<_>>()));
     let kinds = StringArray::from(rows.iter().map(|r| KINDS[r.kind as usize]).collect::<Vec<_>>());
-    RecordBatch::try_new(schema(), vec![col(|r| r.key), col(|r| r.value), col(|r| r.seq), Arc::new(kinds)]).unwrap()
+    RecordBatch::try_new(schema(), vec![col(|r| r.key), col(|r| r.value), col(|r| r.seq), Arc::new(kinds)])
+        .unwrap()
 }
 
 /// A run whose rows are cut into batches at `cuts` (positions; duplicates give empty batches).
@@ -81,7 +82,8 @@ pub fn expected(runs: &[Vec<Row>], with_sequence: bool, merge: &MergeFunction) -
         match merge {
             MergeFunction::None => out.extend(rows.iter().map(|r| (r.key, r.value, r.kind))),
             MergeFunction::Deduplicate { ignore_delete, drop_deletes } => {
-                let candidates: Vec<&Row> = rows.iter().filter(|r| !ignore_delete || !is_retract(r.kind)).collect();
+                let candidates: Vec<&Row> =
+                    rows.iter().filter(|r| !ignore_delete || !is_retract(r.kind)).collect();
                 if let Some(newest) = candidates.last() {
                     if !is_retract(newest.kind) {
                         out.push((newest.key, newest.value, 0));
