@@ -1,66 +1,132 @@
-//! Assembles output batches. The fold says which input row (and row kind) each output
-//! row is; the builder gathers every column of a whole batch at once with arrow's
-//! `interleave`, so no value is ever copied row by row.
+//! Assembles output batches. The fold decides, for each output row, where every value
+//! comes from; the builder gathers each column of a whole batch at once with arrow's
+//! `interleave`, so no stored value is ever copied row by row.
+//!
+//! Each output column has a [`Sink`]:
+//! - `Whole`: the value of the output row's source row (keys; every column of a
+//!   deduplicated or first-row merge);
+//! - `Gather`: a row of its own per output row (partial-update, last/first/min/max);
+//!   the store's null row stands for a null result;
+//! - `Computed`: a value the fold computed (sum, product, listagg, bool_and/or);
+//! - `RowKind`: the output row kind, written in the input's representation.
 
-use arrow_array::{Array, RecordBatch};
+use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::SchemaRef;
 use arrow_select::interleave::interleave;
 
-use crate::error::Result;
+use crate::error::{MergeError, Result};
+use crate::fold::value::Computed;
 use crate::store::{BatchStore, RowRef};
 use crate::version::{row_kind_array, RowKind};
 
+pub(crate) enum Sink {
+    Whole,
+    Gather(Vec<RowRef>),
+    Computed(Computed),
+    RowKind,
+}
+
 pub(crate) struct OutputBuilder {
     schema: SchemaRef,
-    row_kind: Option<usize>,
+    /// Each output row's source row (for `Whole` columns).
     rows: Vec<RowRef>,
     kinds: Vec<RowKind>,
+    sinks: Vec<Sink>,
 }
 
 impl OutputBuilder {
-    pub(crate) fn new(schema: SchemaRef, row_kind: Option<usize>) -> Self {
-        Self { schema, row_kind, rows: Vec::new(), kinds: Vec::new() }
+    pub(crate) fn new(schema: SchemaRef, sinks: Vec<Sink>) -> Self {
+        Self { schema, rows: Vec::new(), kinds: Vec::new(), sinks }
     }
 
-    /// Adds an output row copied from `row`, with row kind `kind`.
+    /// Starts an output row whose `Whole` columns come from `row`. The caller then fills
+    /// every `Gather` and `Computed` sink once.
     #[inline]
     pub(crate) fn push(&mut self, row: RowRef, kind: RowKind) {
         self.rows.push(row);
         self.kinds.push(kind);
     }
 
+    /// Sets the current row's value of `Gather` column `column` to that of `row`.
+    #[inline]
+    pub(crate) fn gather(&mut self, column: usize, row: RowRef) {
+        if let Sink::Gather(rows) = &mut self.sinks[column] {
+            rows.push(row);
+        }
+    }
+
+    /// The buffer of `Computed` column `column`.
+    pub(crate) fn computed(&mut self, column: usize) -> &mut Computed {
+        match &mut self.sinks[column] {
+            Sink::Computed(values) => values,
+            _ => panic!("column {column} is not computed"),
+        }
+    }
+
     pub(crate) fn len(&self) -> usize {
         self.rows.len()
     }
 
-    /// Builds a batch of the first `n` pending rows.
+    /// Builds a batch of the first `n` pending rows. Computed columns can only be
+    /// built whole: a fold that computes emits at most one row per group, so the merge
+    /// never has more than a batch pending then.
     pub(crate) fn build(&mut self, n: usize, store: &BatchStore) -> Result<RecordBatch> {
-        let indices: Vec<(usize, usize)> =
-            self.rows.drain(..n).map(|r| (r.batch as usize, r.row as usize)).collect();
+        let whole = gather_indices(self.rows.drain(..n));
         let kinds: Vec<RowKind> = self.kinds.drain(..n).collect();
-        let columns = (0..self.schema.fields().len())
-            .map(|c| {
-                if Some(c) == self.row_kind {
-                    return Ok(row_kind_array(self.schema.field(c).data_type(), &kinds));
+        let columns = self
+            .sinks
+            .iter_mut()
+            .enumerate()
+            .map(|(c, sink)| -> Result<ArrayRef> {
+                let data_type = self.schema.field(c).data_type();
+                match sink {
+                    Sink::Whole => gather(store, c, &whole),
+                    Sink::Gather(rows) => gather(store, c, &gather_indices(rows.drain(..n))),
+                    Sink::RowKind => Ok(row_kind_array(data_type, &kinds)),
+                    Sink::Computed(values) if values.len() == n => values.finish(data_type),
+                    Sink::Computed(_) => {
+                        Err(MergeError::Internal("partial build of a computed column".into()))
+                    }
                 }
-                let arrays: Vec<&dyn Array> = store.batches().map(|b| b.column(c).as_ref()).collect();
-                interleave(&arrays, &indices)
             })
-            .collect::<Result<Vec<_>, _>>()?;
+            .collect::<Result<Vec<_>>>()?;
         Ok(RecordBatch::try_new(self.schema.clone(), columns)?)
     }
 
     /// Marks the stored batches that pending rows point into.
     pub(crate) fn mark_live(&self, live: &mut [bool]) {
-        for r in &self.rows {
+        for r in self.pending_refs() {
             live[r.batch as usize] = true;
         }
     }
 
     /// Renumbers pending rows after [`BatchStore::retain`].
     pub(crate) fn remap(&mut self, remap: &[u32]) {
-        for r in &mut self.rows {
-            r.batch = remap[r.batch as usize];
+        let gathered = self.sinks.iter_mut().filter_map(|s| match s {
+            Sink::Gather(rows) => Some(rows),
+            _ => None,
+        });
+        for rows in std::iter::once(&mut self.rows).chain(gathered) {
+            for r in rows {
+                r.batch = remap[r.batch as usize];
+            }
         }
     }
+
+    fn pending_refs(&self) -> impl Iterator<Item = &RowRef> {
+        let gathered = self.sinks.iter().filter_map(|s| match s {
+            Sink::Gather(rows) => Some(rows),
+            _ => None,
+        });
+        self.rows.iter().chain(gathered.flatten())
+    }
+}
+
+fn gather_indices(rows: impl Iterator<Item = RowRef>) -> Vec<(usize, usize)> {
+    rows.map(|r| (r.batch as usize, r.row as usize)).collect()
+}
+
+fn gather(store: &BatchStore, column: usize, indices: &[(usize, usize)]) -> Result<ArrayRef> {
+    let arrays: Vec<&dyn Array> = store.batches().map(|b| b.column(column).as_ref()).collect();
+    Ok(interleave(&arrays, indices)?)
 }

@@ -54,7 +54,7 @@ mod tests;
 
 pub use engine::Algorithm;
 pub use error::{MergeError, Result};
-pub use fold::MergeFunction;
+pub use fold::{AggFunction, AggregateField, MergeFunction};
 pub use run::{BatchIter, Run};
 pub use stream::{merge, MergeOptions, MergeReader, MergeStats, MergeStream, StatsHandle};
 pub use version::RowKind;

@@ -3,7 +3,10 @@
 //! builder gathers output columns from here with `interleave`, then [`BatchStore::retain`]
 //! drops every batch no cursor needs any more.
 
-use arrow_array::RecordBatch;
+use std::sync::Arc;
+
+use arrow_array::{new_null_array, RecordBatch};
+use arrow_schema::{Field, Schema, SchemaRef};
 
 use crate::version::{BatchVersions, RowKind, Version};
 
@@ -26,9 +29,40 @@ pub(crate) struct StoredBatch {
 #[derive(Default)]
 pub(crate) struct BatchStore {
     batches: Vec<StoredBatch>,
+    /// A one-row batch of nulls, for folds whose result is null (see [`Self::null_row`]).
+    null_row: Option<RowRef>,
 }
 
 impl BatchStore {
+    /// The row of nulls added by [`Self::add_null_row`].
+    pub(crate) fn null_row(&self) -> RowRef {
+        self.null_row.expect("folds that produce nulls add the null row first")
+    }
+
+    /// Adds a row whose every column is null; gathering it gives a null. It stays stored
+    /// for the life of the merge.
+    pub(crate) fn add_null_row(&mut self, schema: &SchemaRef) {
+        let nullable: Vec<Field> =
+            schema.fields().iter().map(|f| f.as_ref().clone().with_nullable(true)).collect();
+        let columns = schema.fields().iter().map(|f| new_null_array(f.data_type(), 1)).collect();
+        let batch = RecordBatch::try_new(Arc::new(Schema::new(nullable)), columns)
+            .expect("an all-null batch of nullable fields is valid");
+        let id = self.push(StoredBatch {
+            batch,
+            versions: BatchVersions::default(),
+            run: usize::MAX,
+            first_row: 0,
+        });
+        self.null_row = Some(RowRef { batch: id, row: 0 });
+    }
+
+    /// Marks the null row live, so [`Self::retain`] keeps it.
+    pub(crate) fn mark_live(&self, live: &mut [bool]) {
+        if let Some(row) = self.null_row {
+            live[row.batch as usize] = true;
+        }
+    }
+
     pub(crate) fn push(&mut self, batch: StoredBatch) -> u32 {
         self.batches.push(batch);
         (self.batches.len() - 1) as u32
@@ -60,7 +94,7 @@ impl BatchStore {
     /// returns the map from old ids to new ones (`u32::MAX` for dropped ones).
     pub(crate) fn retain(&mut self, keep: &[bool]) -> Vec<u32> {
         let mut next = 0;
-        let remap = keep
+        let remap: Vec<u32> = keep
             .iter()
             .map(|&k| {
                 if k {
@@ -71,6 +105,9 @@ impl BatchStore {
                 }
             })
             .collect();
+        if let Some(row) = &mut self.null_row {
+            row.batch = remap[row.batch as usize];
+        }
         let mut i = 0;
         self.batches.retain(|_| {
             i += 1;

@@ -12,7 +12,7 @@ use arrow_schema::{ArrowError, Field, Schema, SchemaRef};
 use crate::builder::OutputBuilder;
 use crate::engine::{Algorithm, Heap, LoserTree, MergeEngine};
 use crate::error::{invalid, MergeError, Result};
-use crate::fold::MergeFunction;
+use crate::fold::{Folder, MergeFunction};
 use crate::keys::{dispatch, KeyEncoder, KeyVisitor};
 use crate::run::{BatchIter, Group, Layout, Run, Runs};
 
@@ -155,11 +155,20 @@ pub fn merge(runs: Vec<Run>, options: MergeOptions) -> Result<MergeStream> {
         options.row_kind.as_deref(),
         options.merge.folds(),
     )?;
+    let folder = Folder::new(options.merge.clone(), &layout)?;
+    let output_schema = output_schema(&layout, &folder);
     let key_types: Vec<_> = layout.key.iter().map(|&k| schema.field(k).data_type().clone()).collect();
     let inputs = runs.into_iter().map(|r| r.batches).collect();
-    let visitor = BuildMerge { inputs, layout: Arc::new(layout), options, stats: stats.clone() };
+    let visitor = BuildMerge {
+        inputs,
+        layout: Arc::new(layout),
+        folder,
+        output_schema: output_schema.clone(),
+        options,
+        stats: stats.clone(),
+    };
     let batches = dispatch(&key_types, visitor)?;
-    Ok(MergeStream { schema, batches, stats })
+    Ok(MergeStream { schema: output_schema, batches, stats })
 }
 
 /// The runs' shared schema (a field is nullable if it is in any run), or `None` for no runs.
@@ -193,9 +202,29 @@ fn common_schema(runs: &[Run]) -> Result<Option<SchemaRef>> {
     Ok(Some(Arc::new(Schema::new_with_metadata(fields, first.schema.metadata().clone()))))
 }
 
+/// The runs' schema, with every column a fold may set to null made nullable.
+fn output_schema(layout: &Layout, folder: &Folder) -> SchemaRef {
+    if !folder.may_add_nulls() {
+        return layout.schema.clone();
+    }
+    let fields: Vec<Field> = (layout.schema.fields().iter().enumerate())
+        .map(|(i, f)| {
+            let field = f.as_ref().clone();
+            if layout.key.contains(&i) || layout.row_kind == Some(i) {
+                field
+            } else {
+                field.with_nullable(true)
+            }
+        })
+        .collect();
+    Arc::new(Schema::new_with_metadata(fields, layout.schema.metadata().clone()))
+}
+
 struct BuildMerge {
     inputs: Vec<BatchIter>,
     layout: Arc<Layout>,
+    folder: Folder,
+    output_schema: SchemaRef,
     options: MergeOptions,
     stats: Arc<SharedStats>,
 }
@@ -215,11 +244,15 @@ impl KeyVisitor for BuildMerge {
 
 impl BuildMerge {
     fn with_engine<E: KeyEncoder, M: MergeEngine<E> + 'static>(self, encoder: E, engine: M) -> BoxedBatches {
-        let builder = OutputBuilder::new(self.layout.schema.clone(), self.layout.row_kind);
+        let builder = OutputBuilder::new(self.output_schema, self.folder.sinks(&self.layout));
+        let mut runs = Runs::new(self.inputs, encoder, self.layout.clone());
+        if self.folder.may_add_nulls() {
+            runs.store.add_null_row(&self.layout.schema);
+        }
         Box::new(Merger {
-            runs: Runs::new(self.inputs, encoder, self.layout),
+            runs,
             engine,
-            fold: self.options.merge,
+            folder: self.folder,
             builder,
             group: Group::default(),
             batch_size: self.options.batch_size,
@@ -234,7 +267,7 @@ impl BuildMerge {
 struct Merger<E: KeyEncoder, M> {
     runs: Runs<E>,
     engine: M,
-    fold: MergeFunction,
+    folder: Folder,
     builder: OutputBuilder,
     group: Group,
     batch_size: usize,
@@ -248,7 +281,7 @@ impl<E: KeyEncoder, M: MergeEngine<E>> Merger<E, M> {
         while !self.exhausted && self.builder.len() < self.batch_size {
             self.group.clear();
             if self.engine.next_group(&mut self.runs, &mut self.group)? {
-                self.fold.fold(&self.group.rows, &self.runs.store, &mut self.builder);
+                self.folder.fold(&self.group.rows, &self.runs.store, &mut self.builder)?;
             } else {
                 self.exhausted = true;
             }
@@ -264,6 +297,7 @@ impl<E: KeyEncoder, M: MergeEngine<E>> Merger<E, M> {
     fn release_batches(&mut self) {
         let mut live = vec![false; self.runs.store.len()];
         self.runs.mark_live(&mut live);
+        self.runs.store.mark_live(&mut live);
         self.builder.mark_live(&mut live);
         let remap = self.runs.store.retain(&live);
         self.runs.remap(&remap);

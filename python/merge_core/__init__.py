@@ -15,7 +15,7 @@ from typing import Any, Literal
 from . import _native
 from ._inputs import as_stream_sources, column_names
 from ._native import Stream
-from ._options import Deduplicate, MergeSpec, merge_spec
+from ._options import Aggregate, Deduplicate, FirstRow, MergeSpec, PartialUpdate, merge_spec
 from .errors import InternalError, InvalidInputError, MergeCoreError, SpillError
 
 __version__: str = _native.__version__
@@ -42,7 +42,10 @@ def merge(
         key: the key column, or several (compared column by column).
         sequence: column(s) ordering the versions of a key; without it a later run is newer.
         row_kind: a column of row kinds (``+I``, ``-U``, ``+U``, ``-D`` or codes 0..3).
-        merge: ``"deduplicate"`` (or ``mc.Deduplicate(...)``) or ``"none"``.
+        merge: how the versions of a key fold: ``"deduplicate"``, ``"first-row"``,
+            ``"partial-update"``, ``"aggregate"`` (or the option objects
+            ``mc.Deduplicate``, ``mc.FirstRow``, ``mc.PartialUpdate``, ``mc.Aggregate``),
+            or ``"none"`` to keep every row.
         algorithm: ``"loser-tree"`` (Paimon's) or ``"heap"`` (the baseline); the output is the same.
         batch_size: rows per output batch (the last may be shorter).
 
@@ -72,6 +75,9 @@ __all__ = [
     "merge",
     "Stream",
     "Deduplicate",
+    "FirstRow",
+    "PartialUpdate",
+    "Aggregate",
     "MergeCoreError",
     "InvalidInputError",
     "SpillError",

@@ -3,7 +3,8 @@ module reads in one place (``rust/python/options.rs``)."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .errors import InvalidInputError
@@ -24,7 +25,60 @@ class Deduplicate:
         return {"function": "deduplicate", **asdict(self)}
 
 
-MergeSpec = str | Deduplicate
+@dataclass(frozen=True)
+class FirstRow:
+    """The oldest add of a key wins. A retract is an error unless ``ignore_delete``."""
+
+    ignore_delete: bool = False
+
+    def _spec(self) -> dict[str, Any]:
+        return {"function": "first-row", **asdict(self)}
+
+
+@dataclass(frozen=True)
+class PartialUpdate:
+    """Every non-key column takes its newest non-null value among the adds.
+
+    A retract is an error unless ``ignore_delete`` (retracts skipped) or
+    ``remove_record_on_delete`` (``-D`` clears the row so far, ``-U`` is skipped).
+    """
+
+    ignore_delete: bool = False
+    remove_record_on_delete: bool = False
+
+    def _spec(self) -> dict[str, Any]:
+        return {"function": "partial-update", **asdict(self)}
+
+
+AggregateFieldSpec = str | Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    """A Paimon aggregate function per non-key column.
+
+    ``fields`` maps a column to a function name (``"sum"``) or to options
+    (``{"function": "listagg", "delimiter": ";", "ignore_retract": True}``); the other
+    columns use ``default``. Functions: sum, product, min, max, last_value,
+    last_non_null_value, first_value, first_non_null_value, listagg, bool_and, bool_or.
+    ``remove_record_on_delete=True`` makes a ``-D`` clear the row so far.
+    """
+
+    fields: Mapping[str, AggregateFieldSpec] = field(default_factory=dict)
+    default: str = "last_non_null_value"
+    remove_record_on_delete: bool = False
+
+    def _spec(self) -> dict[str, Any]:
+        fields = {name: {"function": f} if isinstance(f, str) else dict(f) for name, f in dict(self.fields).items()}
+        return {
+            "function": "aggregate",
+            "fields": fields,
+            "default": self.default,
+            "remove_record_on_delete": self.remove_record_on_delete,
+        }
+
+
+MergeSpec = str | Deduplicate | FirstRow | PartialUpdate | Aggregate
 
 
 def merge_spec(merge: MergeSpec) -> dict[str, Any]:

@@ -1,0 +1,224 @@
+//! Single values read from columns, for the aggregates that compute (sum, product,
+//! listagg, bool_and/or) or compare (min, max), and the buffers their results go to.
+
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::*;
+use arrow_array::{
+    Array, ArrayRef, BooleanArray, Decimal128Array, Float32Array, Float64Array, Int16Array, Int32Array,
+    Int64Array, Int8Array, LargeStringArray, StringArray, StringViewArray, UInt16Array, UInt32Array,
+    UInt64Array, UInt8Array,
+};
+use arrow_schema::{DataType, TimeUnit};
+
+use crate::error::{MergeError, Result};
+
+/// A non-null value.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Value<'a> {
+    /// Any integer, decimal (unscaled), date, time or timestamp.
+    Int(i128),
+    Float(f64),
+    /// Strings (UTF-8 bytes) and binaries.
+    Bytes(&'a [u8]),
+    Bool(bool),
+}
+
+impl Value<'_> {
+    /// The order min and max use: numbers by value (floats by IEEE total order), bytes
+    /// lexicographically.
+    pub(crate) fn compare(&self, other: &Self) -> Ordering {
+        match (self, other) {
+            (Value::Int(a), Value::Int(b)) => a.cmp(b),
+            (Value::Float(a), Value::Float(b)) => a.total_cmp(b),
+            (Value::Bytes(a), Value::Bytes(b)) => a.cmp(b),
+            (Value::Bool(a), Value::Bool(b)) => a.cmp(b),
+            _ => Ordering::Equal, // one column has one type
+        }
+    }
+
+    /// For error messages.
+    pub(crate) fn display(&self) -> String {
+        match self {
+            Value::Int(v) => v.to_string(),
+            Value::Float(v) => v.to_string(),
+            Value::Bytes(b) => format!("'{}'", String::from_utf8_lossy(b)),
+            Value::Bool(b) => b.to_string(),
+        }
+    }
+}
+
+/// What kind of values a column holds, as far as aggregates care.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ValueKind {
+    /// Integers and decimals: sum and product apply.
+    Number,
+    Float,
+    /// Dates, times, timestamps, durations: ordered, but summing them means nothing.
+    Temporal,
+    Text,
+    Binary,
+    Bool,
+    Other,
+}
+
+pub(crate) fn kind_of(data_type: &DataType) -> ValueKind {
+    use DataType::*;
+    match data_type {
+        Int8 | Int16 | Int32 | Int64 | UInt8 | UInt16 | UInt32 | UInt64 | Decimal128(_, _) => {
+            ValueKind::Number
+        }
+        Float32 | Float64 => ValueKind::Float,
+        Date32 | Date64 | Time32(_) | Time64(_) | Timestamp(_, _) | Duration(_) => ValueKind::Temporal,
+        Utf8 | LargeUtf8 | Utf8View => ValueKind::Text,
+        Binary | LargeBinary | BinaryView | FixedSizeBinary(_) => ValueKind::Binary,
+        Boolean => ValueKind::Bool,
+        _ => ValueKind::Other,
+    }
+}
+
+/// The value at `row`, `None` for a null (or a type aggregates cannot read).
+pub(crate) fn read(array: &dyn Array, row: usize) -> Option<Value<'_>> {
+    if array.is_null(row) {
+        return None;
+    }
+    macro_rules! int {
+        ($t:ty) => {
+            Value::Int(array.as_primitive::<$t>().value(row) as i128)
+        };
+    }
+    use DataType::*;
+    Some(match array.data_type() {
+        Int8 => int!(Int8Type),
+        Int16 => int!(Int16Type),
+        Int32 => int!(Int32Type),
+        Int64 => int!(Int64Type),
+        UInt8 => int!(UInt8Type),
+        UInt16 => int!(UInt16Type),
+        UInt32 => int!(UInt32Type),
+        UInt64 => int!(UInt64Type),
+        Decimal128(_, _) => int!(Decimal128Type),
+        Date32 => int!(Date32Type),
+        Date64 => int!(Date64Type),
+        Time32(TimeUnit::Second) => int!(Time32SecondType),
+        Time32(_) => int!(Time32MillisecondType),
+        Time64(TimeUnit::Microsecond) => int!(Time64MicrosecondType),
+        Time64(_) => int!(Time64NanosecondType),
+        Timestamp(TimeUnit::Second, _) => int!(TimestampSecondType),
+        Timestamp(TimeUnit::Millisecond, _) => int!(TimestampMillisecondType),
+        Timestamp(TimeUnit::Microsecond, _) => int!(TimestampMicrosecondType),
+        Timestamp(TimeUnit::Nanosecond, _) => int!(TimestampNanosecondType),
+        Duration(TimeUnit::Second) => int!(DurationSecondType),
+        Duration(TimeUnit::Millisecond) => int!(DurationMillisecondType),
+        Duration(TimeUnit::Microsecond) => int!(DurationMicrosecondType),
+        Duration(TimeUnit::Nanosecond) => int!(DurationNanosecondType),
+        Float32 => Value::Float(array.as_primitive::<Float32Type>().value(row) as f64),
+        Float64 => Value::Float(array.as_primitive::<Float64Type>().value(row)),
+        Utf8 => Value::Bytes(array.as_string::<i32>().value(row).as_bytes()),
+        LargeUtf8 => Value::Bytes(array.as_string::<i64>().value(row).as_bytes()),
+        Utf8View => Value::Bytes(array.as_string_view().value(row).as_bytes()),
+        Binary => Value::Bytes(array.as_binary::<i32>().value(row)),
+        LargeBinary => Value::Bytes(array.as_binary::<i64>().value(row)),
+        BinaryView => Value::Bytes(array.as_binary_view().value(row)),
+        FixedSizeBinary(_) => Value::Bytes(array.as_fixed_size_binary().value(row)),
+        Boolean => Value::Bool(array.as_boolean().value(row)),
+        _ => return None,
+    })
+}
+
+/// Whether `v` fits a column of `data_type` (integer range, decimal precision).
+pub(crate) fn int_fits(data_type: &DataType, v: i128) -> bool {
+    use DataType::*;
+    let (lo, hi): (i128, i128) = match data_type {
+        Int8 => (i8::MIN.into(), i8::MAX.into()),
+        Int16 => (i16::MIN.into(), i16::MAX.into()),
+        Int32 => (i32::MIN.into(), i32::MAX.into()),
+        Int64 => (i64::MIN.into(), i64::MAX.into()),
+        UInt8 => (0, u8::MAX.into()),
+        UInt16 => (0, u16::MAX.into()),
+        UInt32 => (0, u32::MAX.into()),
+        UInt64 => (0, u64::MAX.into()),
+        Decimal128(p, _) => {
+            let bound = 10i128.pow(u32::from(*p));
+            (-bound + 1, bound - 1)
+        }
+        _ => (i128::MIN, i128::MAX),
+    };
+    (lo..=hi).contains(&v)
+}
+
+/// Results of a computing aggregate, one per output row, until the batch is built.
+pub(crate) enum Computed {
+    Int(Vec<Option<i128>>),
+    Float(Vec<Option<f64>>),
+    Text(Vec<Option<String>>),
+    Bool(Vec<Option<bool>>),
+}
+
+impl Computed {
+    pub(crate) fn for_type(data_type: &DataType) -> Self {
+        match kind_of(data_type) {
+            ValueKind::Float => Self::Float(Vec::new()),
+            ValueKind::Text => Self::Text(Vec::new()),
+            ValueKind::Bool => Self::Bool(Vec::new()),
+            _ => Self::Int(Vec::new()),
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            Self::Int(v) => v.len(),
+            Self::Float(v) => v.len(),
+            Self::Text(v) => v.len(),
+            Self::Bool(v) => v.len(),
+        }
+    }
+
+    /// Appends a value read from an input row (a key seen once).
+    pub(crate) fn push_value(&mut self, value: Option<Value<'_>>) {
+        match (self, value) {
+            (Self::Int(v), Some(Value::Int(x))) => v.push(Some(x)),
+            (Self::Float(v), Some(Value::Float(x))) => v.push(Some(x)),
+            (Self::Text(v), Some(Value::Bytes(x))) => v.push(Some(String::from_utf8_lossy(x).into_owned())),
+            (Self::Bool(v), Some(Value::Bool(x))) => v.push(Some(x)),
+            (Self::Int(v), _) => v.push(None),
+            (Self::Float(v), _) => v.push(None),
+            (Self::Text(v), _) => v.push(None),
+            (Self::Bool(v), _) => v.push(None),
+        }
+    }
+
+    /// Builds the column (of the input column's type) and empties the buffer.
+    pub(crate) fn finish(&mut self, data_type: &DataType) -> Result<ArrayRef> {
+        use DataType::*;
+        macro_rules! ints {
+            ($v:expr, $arr:ty, $t:ty) => {
+                Arc::new($v.map(|x| x.map(|x| x as $t)).collect::<$arr>()) as ArrayRef
+            };
+        }
+        Ok(match (self, data_type) {
+            (Self::Int(v), Int8) => ints!(v.drain(..), Int8Array, i8),
+            (Self::Int(v), Int16) => ints!(v.drain(..), Int16Array, i16),
+            (Self::Int(v), Int32) => ints!(v.drain(..), Int32Array, i32),
+            (Self::Int(v), Int64) => ints!(v.drain(..), Int64Array, i64),
+            (Self::Int(v), UInt8) => ints!(v.drain(..), UInt8Array, u8),
+            (Self::Int(v), UInt16) => ints!(v.drain(..), UInt16Array, u16),
+            (Self::Int(v), UInt32) => ints!(v.drain(..), UInt32Array, u32),
+            (Self::Int(v), UInt64) => ints!(v.drain(..), UInt64Array, u64),
+            (Self::Int(v), Decimal128(p, s)) => {
+                Arc::new(v.drain(..).collect::<Decimal128Array>().with_precision_and_scale(*p, *s)?)
+            }
+            (Self::Float(v), Float32) => {
+                Arc::new(v.drain(..).map(|x| x.map(|x| x as f32)).collect::<Float32Array>())
+            }
+            (Self::Float(v), Float64) => Arc::new(v.drain(..).collect::<Float64Array>()),
+            (Self::Text(v), Utf8) => Arc::new(v.drain(..).collect::<StringArray>()),
+            (Self::Text(v), LargeUtf8) => Arc::new(v.drain(..).collect::<LargeStringArray>()),
+            (Self::Text(v), Utf8View) => Arc::new(v.drain(..).collect::<StringViewArray>()),
+            (Self::Bool(v), Boolean) => Arc::new(v.drain(..).collect::<BooleanArray>()),
+            (_, other) => return Err(MergeError::Internal(format!("no computed column of type {other}"))),
+        })
+    }
+}
