@@ -138,7 +138,7 @@ def aggregate(
     spec = {c: fields.get(c, {"function": "last_non_null_value" if c in sequence else default}) for c in columns}
     if remove_record_on_delete:
         rows = after_last_delete(rows, kind)
-    for c, f in spec.items():
+    for f in spec.values():
         if f["function"] not in RETRACTABLE and not f.get("ignore_retract") and any(is_retract(kind(r)) for r in rows):
             raise RetractError
     adds = [r for r in rows if not is_retract(kind(r))]
