@@ -13,7 +13,7 @@ use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
 use merge_core::stream::merge_order_only;
-use merge_core::{merge, Algorithm, MergeOptions, Run};
+use merge_core::{merge, AggFunction, AggregateField, Algorithm, MergeFunction, MergeOptions, Run};
 
 const TOTAL_ROWS: usize = 1 << 20;
 const BATCH: usize = 8192;
@@ -89,8 +89,9 @@ fn make_runs(
                 .map(|chunk| {
                     let mut columns = vec![key_column(kind, chunk)];
                     columns.extend((0..payload).map(|_| {
-                        Arc::new(Int64Array::from_iter_values(chunk.iter().map(|_| rng.next() as i64)))
-                            as ArrayRef
+                        Arc::new(Int64Array::from_iter_values(
+                            chunk.iter().map(|_| (rng.next() % 1000) as i64),
+                        )) as ArrayRef
                     }));
                     RecordBatch::try_new(schema.clone(), columns).unwrap()
                 })
@@ -192,5 +193,40 @@ fn bench_dedup_16x1m(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench_engines, bench_end_to_end, bench_dedup_16x1m);
+/// The cost of folding: aggregating (sum on three columns, last_non_null_value on three)
+/// against deduplicating the same 16 runs.
+fn bench_fold_functions(c: &mut Criterion) {
+    let (schema, runs) = make_runs(16, KeyKind::Int64, Overlap::Heavy, 1 << 18, 6);
+    let rows: usize = runs.iter().flatten().map(|b| b.num_rows()).sum();
+    let mut group = c.benchmark_group("fold_16x256k_6cols");
+    quick(&mut group);
+    group.throughput(Throughput::Elements(rows as u64));
+    let sum = AggregateField::new(AggFunction::Sum);
+    let aggregate = MergeFunction::Aggregate {
+        fields: ["p0", "p1", "p2"].iter().map(|c| (c.to_string(), sum.clone())).collect(),
+        default: AggFunction::LastNonNullValue,
+        remove_record_on_delete: false,
+    };
+    let functions = [
+        ("deduplicate", MergeFunction::default()),
+        ("first-row", MergeFunction::FirstRow { ignore_delete: false }),
+        (
+            "partial-update",
+            MergeFunction::PartialUpdate { ignore_delete: false, remove_record_on_delete: false },
+        ),
+        ("aggregate", aggregate),
+    ];
+    for (name, function) in functions {
+        group.bench_function(name, |b| {
+            b.iter_batched(
+                || as_runs(&schema, &runs),
+                |r| consume(r, MergeOptions { merge: function.clone(), ..options(Algorithm::LoserTree) }),
+                BatchSize::SmallInput,
+            )
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench_engines, bench_end_to_end, bench_dedup_16x1m, bench_fold_functions);
 criterion_main!(benches);

@@ -12,6 +12,7 @@ use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{ArrowError, SchemaRef};
 
 use crate::error::{invalid, Result, RowLocation};
+use crate::fold::value::ColumnView;
 use crate::keys::{KeyEncoder, KeyValues};
 use crate::store::{BatchStore, RowRef, StoredBatch};
 use crate::version::{check_row_kind_type, compare_versions, first_null, BatchVersions};
@@ -42,6 +43,8 @@ pub(crate) struct Layout {
     pub row_kind: Option<usize>,
     /// Keys inside a run must be strictly increasing (folding), not just non-decreasing.
     pub strict: bool,
+    /// Columns the merge function reads value by value (see `StoredBatch::views`).
+    pub view_columns: Vec<usize>,
 }
 
 impl Layout {
@@ -76,7 +79,7 @@ impl Layout {
         if let Some(idx) = row_kind {
             check_row_kind_type(schema.field(idx).name(), schema.field(idx).data_type())?;
         }
-        Ok(Self { schema, key, sequence, row_kind, strict })
+        Ok(Self { schema, key, sequence, row_kind, strict, view_columns: Vec::new() })
     }
 
     pub(crate) fn key_names(&self) -> String {
@@ -293,7 +296,8 @@ impl<E: KeyEncoder> Runs<E> {
         let rows = batch.num_rows();
         self.cursors[i].next_row += rows as u64;
         self.counters.rows_in += rows as u64;
-        let id = self.store.push(StoredBatch { batch, versions, run: i, first_row });
+        let views = layout.view_columns.iter().map(|&c| ColumnView::new(batch.column(c))).collect();
+        let id = self.store.push(StoredBatch { batch, versions, run: i, first_row, views });
         Ok(Some(Loaded { id, keys, pos: 0, same_as_prev }))
     }
 

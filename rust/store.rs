@@ -8,6 +8,7 @@ use std::sync::Arc;
 use arrow_array::{new_null_array, RecordBatch};
 use arrow_schema::{Field, Schema, SchemaRef};
 
+use crate::fold::value::{ColumnView, Value};
 use crate::version::{BatchVersions, RowKind, Version};
 
 /// A row of a stored batch.
@@ -24,6 +25,10 @@ pub(crate) struct StoredBatch {
     pub run: usize,
     /// Position of the batch's first row in its run.
     pub first_row: u64,
+    /// Views of the columns the merge function reads, in [`Layout::view_columns`] order.
+    ///
+    /// [`Layout::view_columns`]: crate::run::Layout
+    pub views: Vec<ColumnView>,
 }
 
 #[derive(Default)]
@@ -52,6 +57,7 @@ impl BatchStore {
             versions: BatchVersions::default(),
             run: usize::MAX,
             first_row: 0,
+            views: Vec::new(),
         });
         self.null_row = Some(RowRef { batch: id, row: 0 });
     }
@@ -74,6 +80,24 @@ impl BatchStore {
 
     pub(crate) fn batches(&self) -> impl Iterator<Item = &RecordBatch> {
         self.batches.iter().map(|b| &b.batch)
+    }
+
+    /// Whether the value of `r` in viewed column `slot` is null (the null row is null everywhere).
+    #[inline(always)]
+    pub(crate) fn is_null(&self, r: RowRef, slot: usize) -> bool {
+        self.get(r.batch).views.get(slot).is_none_or(|v| v.is_null(r.row as usize))
+    }
+
+    /// The view of column `slot` of `r`'s batch.
+    #[inline(always)]
+    pub(crate) fn view(&self, r: RowRef, slot: usize) -> &ColumnView {
+        &self.get(r.batch).views[slot]
+    }
+
+    /// The value of `r` in viewed column `slot` (`None` for a null).
+    #[inline(always)]
+    pub(crate) fn value(&self, r: RowRef, slot: usize) -> Option<Value<'_>> {
+        self.get(r.batch).views.get(slot).and_then(|v| v.get(r.row as usize))
     }
 
     pub(crate) fn kind(&self, r: RowRef) -> RowKind {

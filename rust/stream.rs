@@ -148,7 +148,7 @@ pub fn merge(runs: Vec<Run>, options: MergeOptions) -> Result<MergeStream> {
         let empty = Arc::new(Schema::empty());
         return Ok(MergeStream { schema: empty, batches: Box::new(std::iter::empty()), stats });
     };
-    let layout = Layout::new(
+    let mut layout = Layout::new(
         schema.clone(),
         &options.key,
         &options.sequence,
@@ -156,6 +156,7 @@ pub fn merge(runs: Vec<Run>, options: MergeOptions) -> Result<MergeStream> {
         options.merge.folds(),
     )?;
     let folder = Folder::new(options.merge.clone(), &layout)?;
+    layout.view_columns = folder.view_columns();
     let output_schema = output_schema(&layout, &folder);
     let key_types: Vec<_> = layout.key.iter().map(|&k| schema.field(k).data_type().clone()).collect();
     let inputs = runs.into_iter().map(|r| r.batches).collect();

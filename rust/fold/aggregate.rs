@@ -7,11 +7,10 @@
 use std::cmp::Ordering;
 use std::str::FromStr;
 
-use arrow_array::Array;
 use arrow_schema::DataType;
 
 use super::location;
-use super::value::{int_fits, kind_of, read, Computed, Value, ValueKind};
+use super::value::{int_fits, kind_of, read, ColumnView, Computed, Value, ValueKind};
 use crate::builder::{OutputBuilder, Sink};
 use crate::error::{invalid, MergeError, Result};
 use crate::run::Layout;
@@ -116,6 +115,8 @@ impl AggregateField {
 
 struct Column {
     index: usize,
+    /// Position of the column's view in each stored batch.
+    slot: usize,
     name: String,
     data_type: DataType,
     field: AggregateField,
@@ -124,6 +125,8 @@ struct Column {
 pub(crate) struct Aggregator {
     columns: Vec<Column>,
     key: Vec<usize>,
+    /// The merge has a row-kind column (without one every row is an add).
+    has_row_kinds: bool,
 }
 
 impl Aggregator {
@@ -182,9 +185,21 @@ impl Aggregator {
                     f.data_type()
                 ));
             }
-            columns.push(Column { index, name: f.name().clone(), data_type: f.data_type().clone(), field });
+            let slot = columns.len();
+            columns.push(Column {
+                index,
+                slot,
+                name: f.name().clone(),
+                data_type: f.data_type().clone(),
+                field,
+            });
         }
-        Ok(Self { columns, key: layout.key.clone() })
+        Ok(Self { columns, key: layout.key.clone(), has_row_kinds: layout.row_kind.is_some() })
+    }
+
+    /// The columns whose values the aggregates read, in view-slot order.
+    pub(crate) fn view_columns(&self) -> Vec<usize> {
+        self.columns.iter().map(|c| c.index).collect()
     }
 
     pub(crate) fn sink(&self, column: usize) -> Sink {
@@ -196,18 +211,22 @@ impl Aggregator {
 
     /// Folds `rows` (one key's versions after any clearing delete) into `out`.
     pub(crate) fn fold(&self, rows: &[RowRef], store: &BatchStore, out: &mut OutputBuilder) -> Result<()> {
-        for c in &self.columns {
-            if !c.field.function.takes_retract() && !c.field.ignore_retract {
-                if let Some(&r) = rows.iter().find(|&&r| store.kind(r).is_retract()) {
-                    return Err(invalid!(
-                        "{}: aggregate function '{}' of column '{}' cannot take a retract ({}); \
-                         set ignore_retract for that field",
-                        location(store, r),
-                        c.field.function.name(),
-                        c.name,
-                        store.kind(r).as_str()
-                    ));
-                }
+        let first_retract = match self.has_row_kinds {
+            true => rows.iter().find(|&&r| store.kind(r).is_retract()),
+            false => None,
+        };
+        if let Some(&r) = first_retract {
+            if let Some(c) =
+                self.columns.iter().find(|c| !c.field.function.takes_retract() && !c.field.ignore_retract)
+            {
+                return Err(invalid!(
+                    "{}: aggregate function '{}' of column '{}' cannot take a retract ({}); \
+                     set ignore_retract for that field",
+                    location(store, r),
+                    c.field.function.name(),
+                    c.name,
+                    store.kind(r).as_str()
+                ));
             }
         }
         let Some(&newest) = rows.iter().rev().find(|&&r| !store.kind(r).is_retract()) else {
@@ -218,35 +237,46 @@ impl Aggregator {
             // A key seen once passes through as it is.
             for c in &self.columns {
                 match c.field.function.computes() {
-                    true => {
-                        out.computed(c.index).push_value(read(column(store, *single, c.index), row(single)))
-                    }
+                    true => out.computed(c.index).push_value(store.value(*single, c.slot)),
                     false => out.gather(c.index, *single),
                 }
             }
             return Ok(());
         }
+        let all_adds = first_retract.is_none();
         for c in &self.columns {
             if c.field.function.computes() {
-                let value =
-                    Self::compute(c, rows, store).map_err(|Overflow| self.overflow(c, store, newest))?;
+                let value = Self::compute(c, rows, store, all_adds)
+                    .map_err(|Overflow| self.overflow(c, store, newest))?;
                 push_computed(out.computed(c.index), value);
             } else {
-                out.gather(c.index, pick(c, rows, store).unwrap_or_else(|| store.null_row()));
+                let picked = if all_adds { pick_among_adds(c, rows, store) } else { pick(c, rows, store) };
+                out.gather(c.index, picked.unwrap_or_else(|| store.null_row()));
             }
         }
         Ok(())
     }
 
     /// The result of a computing aggregate over `rows`.
-    fn compute(c: &Column, rows: &[RowRef], store: &BatchStore) -> Result<Option<Acc>, Overflow> {
+    /// `all_adds`: the group holds no retract (so row kinds need not be looked at).
+    fn compute(
+        c: &Column,
+        rows: &[RowRef],
+        store: &BatchStore,
+        all_adds: bool,
+    ) -> Result<Option<Acc>, Overflow> {
+        if all_adds && c.field.function == AggFunction::Sum {
+            if let Some(total) = sum_int64(rows, store, c.slot) {
+                return total.map(|t| t.map(Acc::Int));
+            }
+        }
         let mut acc: Option<Acc> = None;
         for &r in rows {
-            let retract = store.kind(r).is_retract();
+            let retract = !all_adds && store.kind(r).is_retract();
             if retract && c.field.ignore_retract {
                 continue;
             }
-            if let Some(value) = read(column(store, r, c.index), row(&r)) {
+            if let Some(value) = store.value(r, c.slot) {
                 acc = step(c, acc, value, retract)?;
             }
         }
@@ -260,7 +290,10 @@ impl Aggregator {
         let key: Vec<String> = self
             .key
             .iter()
-            .map(|&k| read(column(store, r, k), row(&r)).map_or("null".into(), |v| v.display()))
+            .map(|&k| {
+                read(store.get(r.batch).batch.column(k).as_ref(), r.row as usize)
+                    .map_or("null".into(), |v| v.display())
+            })
             .collect();
         invalid!(
             "key ({}): {} of column '{}' overflows its type {}",
@@ -270,6 +303,24 @@ impl Aggregator {
             c.data_type
         )
     }
+}
+
+/// Sum of an int64 column over rows that are all adds, straight from the typed views;
+/// `None` if some row's view is not int64.
+fn sum_int64(rows: &[RowRef], store: &BatchStore, slot: usize) -> Option<Result<Option<i128>, Overflow>> {
+    let mut total: Option<i64> = None;
+    for &r in rows {
+        let ColumnView::Int64 { values, nulls } = store.view(r, slot) else { return None };
+        let row = r.row as usize;
+        if nulls.as_ref().is_some_and(|n| n.is_null(row)) {
+            continue;
+        }
+        match total.unwrap_or(0).checked_add(values[row]) {
+            Some(t) => total = Some(t),
+            None => return Some(Err(Overflow)),
+        }
+    }
+    Some(Ok(total.map(i128::from)))
 }
 
 /// An integer result left the range of its column (or of `i128`).
@@ -336,9 +387,21 @@ fn push_computed(out: &mut Computed, value: Option<Acc>) {
     }
 }
 
+/// [`pick`] for a group without retracts: first/last scan from their own end and stop.
+fn pick_among_adds(c: &Column, rows: &[RowRef], store: &BatchStore) -> Option<RowRef> {
+    let non_null = |r: &&RowRef| !store.is_null(**r, c.slot);
+    match c.field.function {
+        AggFunction::FirstValue => rows.first().copied(),
+        AggFunction::LastValue => rows.last().copied(),
+        AggFunction::FirstNonNullValue => rows.iter().find(non_null).copied(),
+        AggFunction::LastNonNullValue => rows.iter().rev().find(non_null).copied(),
+        _ => pick(c, rows, store),
+    }
+}
+
 /// The row whose value a picking aggregate keeps, `None` for null.
 fn pick(c: &Column, rows: &[RowRef], store: &BatchStore) -> Option<RowRef> {
-    let is_null = |r: RowRef| column(store, r, c.index).is_null(r.row as usize);
+    let is_null = |r: RowRef| store.is_null(r, c.slot);
     let adds = || rows.iter().copied().filter(|&r| !store.kind(r).is_retract());
     match c.field.function {
         AggFunction::FirstValue => adds().next(),
@@ -362,7 +425,7 @@ fn pick(c: &Column, rows: &[RowRef], store: &BatchStore) -> Option<RowRef> {
                 if c.field.function == AggFunction::Min { Ordering::Less } else { Ordering::Greater };
             let mut best: Option<(RowRef, Value<'_>)> = None;
             for r in adds() {
-                let Some(v) = read(column(store, r, c.index), row(&r)) else { continue };
+                let Some(v) = store.value(r, c.slot) else { continue };
                 if best.as_ref().is_none_or(|(_, b)| v.compare(b) == wanted) {
                     best = Some((r, v));
                 }
@@ -371,12 +434,4 @@ fn pick(c: &Column, rows: &[RowRef], store: &BatchStore) -> Option<RowRef> {
         }
         _ => None,
     }
-}
-
-fn column(store: &BatchStore, r: RowRef, index: usize) -> &dyn Array {
-    store.get(r.batch).batch.column(index).as_ref()
-}
-
-fn row(r: &RowRef) -> usize {
-    r.row as usize
 }

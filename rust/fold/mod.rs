@@ -6,8 +6,6 @@
 mod aggregate;
 pub(crate) mod value;
 
-use arrow_array::Array;
-
 use crate::builder::{OutputBuilder, Sink};
 use crate::error::{invalid, Result, RowLocation};
 use crate::run::Layout;
@@ -97,6 +95,15 @@ impl Folder {
         Ok(Self { function, aggregator, value_columns })
     }
 
+    /// The columns the fold reads value by value (`Layout::view_columns`).
+    pub(crate) fn view_columns(&self) -> Vec<usize> {
+        match (&self.function, &self.aggregator) {
+            (_, Some(aggregator)) => aggregator.view_columns(),
+            (MergeFunction::PartialUpdate { .. }, _) => self.value_columns.clone(),
+            _ => Vec::new(),
+        }
+    }
+
     /// Whether output values can be null where the input's were not (so the output
     /// schema must make those columns nullable).
     pub(crate) fn may_add_nulls(&self) -> bool {
@@ -178,13 +185,9 @@ impl Folder {
         let Some(&newest) = rows.iter().rev().find(is_add) else { return };
         out.push(newest, RowKind::Insert);
         let null = store.null_row();
-        for &c in &self.value_columns {
-            let pick = rows
-                .iter()
-                .rev()
-                .filter(is_add)
-                .find(|r| !store.get(r.batch).batch.column(c).is_null(r.row as usize))
-                .map_or(null, |r| *r);
+        for (slot, &c) in self.value_columns.iter().enumerate() {
+            let pick =
+                rows.iter().rev().filter(is_add).find(|r| !store.is_null(**r, slot)).map_or(null, |r| *r);
             out.gather(c, pick);
         }
     }

@@ -11,6 +11,7 @@ use arrow_array::{
     Int64Array, Int8Array, LargeStringArray, StringArray, StringViewArray, UInt16Array, UInt32Array,
     UInt64Array, UInt8Array,
 };
+use arrow_buffer::{NullBuffer, ScalarBuffer};
 use arrow_schema::{DataType, TimeUnit};
 
 use crate::error::{MergeError, Result};
@@ -126,6 +127,50 @@ pub(crate) fn read(array: &dyn Array, row: usize) -> Option<Value<'_>> {
         Boolean => Value::Bool(array.as_boolean().value(row)),
         _ => return None,
     })
+}
+
+/// A column of a stored batch as the fold reads it: typed slices for the common
+/// types, so reading a value is a match and a null-bit test, not a run of virtual calls.
+pub(crate) enum ColumnView {
+    Int64 { values: ScalarBuffer<i64>, nulls: Option<NullBuffer> },
+    Float64 { values: ScalarBuffer<f64>, nulls: Option<NullBuffer> },
+    Other(ArrayRef),
+}
+
+impl ColumnView {
+    pub(crate) fn new(array: &ArrayRef) -> Self {
+        let nulls = array.logical_nulls();
+        match array.data_type() {
+            DataType::Int64 => {
+                Self::Int64 { values: array.as_primitive::<Int64Type>().values().clone(), nulls }
+            }
+            DataType::Float64 => {
+                Self::Float64 { values: array.as_primitive::<Float64Type>().values().clone(), nulls }
+            }
+            _ => Self::Other(array.clone()),
+        }
+    }
+
+    #[inline(always)]
+    pub(crate) fn is_null(&self, row: usize) -> bool {
+        match self {
+            Self::Int64 { nulls, .. } | Self::Float64 { nulls, .. } => {
+                nulls.as_ref().is_some_and(|n| n.is_null(row))
+            }
+            Self::Other(array) => array.is_null(row),
+        }
+    }
+
+    /// The value at `row`, `None` for a null.
+    #[inline(always)]
+    pub(crate) fn get(&self, row: usize) -> Option<Value<'_>> {
+        match self {
+            _ if self.is_null(row) => None,
+            Self::Int64 { values, .. } => Some(Value::Int(values[row] as i128)),
+            Self::Float64 { values, .. } => Some(Value::Float(values[row])),
+            Self::Other(array) => read(array.as_ref(), row),
+        }
+    }
 }
 
 /// Whether `v` fits a column of `data_type` (integer range, decimal precision).
