@@ -17,6 +17,9 @@ pub enum MergeError {
     /// Reading or writing the file system failed.
     #[error("I/O error: {0}")]
     Io(#[from] std::io::Error),
+    /// Spill files would exceed the disk budget.
+    #[error("{0}")]
+    DiskFull(String),
     /// A broken invariant inside merge-core: a bug, never the caller's fault.
     #[error("internal error (please report): {0}")]
     Internal(String),

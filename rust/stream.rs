@@ -58,15 +58,67 @@ pub struct MergeStats {
     pub rows_out: u64,
     /// Key comparisons made by the engine (not counting the input checks).
     pub key_comparisons: u64,
+    /// Figures of the sort, for the stream of a sort.
+    pub sort: Option<SortStats>,
+}
+
+/// Figures of a sort (see [`crate::SortBuffer`]).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct SortStats {
+    /// Sorted runs written to disk.
+    pub spilled_runs: u64,
+    /// Bytes written to spill files (intermediate merges included).
+    pub spilled_bytes: u64,
+    /// Intermediate merge passes over spilled runs (0 when one final merge sufficed).
+    pub merge_passes: u64,
+    /// Most memory the sort had accounted for at once.
+    pub peak_memory_bytes: u64,
+    /// Memory accounted for now.
+    pub memory_bytes: u64,
 }
 
 /// Stats published by the merge as it goes, readable from another handle.
 #[derive(Default)]
-struct SharedStats {
+pub(crate) struct SharedStats {
     runs: AtomicU64,
     rows_in: AtomicU64,
     rows_out: AtomicU64,
     key_comparisons: AtomicU64,
+}
+
+/// Stats published by a sort as it goes.
+#[derive(Default)]
+pub(crate) struct SharedSortStats {
+    pub rows_in: AtomicU64,
+    pub spilled_runs: AtomicU64,
+    pub spilled_bytes: AtomicU64,
+    pub merge_passes: AtomicU64,
+    pub peak_memory_bytes: AtomicU64,
+    pub memory_bytes: AtomicU64,
+}
+
+impl SharedStats {
+    pub(crate) fn add_rows_out(&self, rows: u64) {
+        self.rows_out.fetch_add(rows, Relaxed);
+    }
+}
+
+impl SharedSortStats {
+    pub(crate) fn get(&self) -> SortStats {
+        SortStats {
+            spilled_runs: self.spilled_runs.load(Relaxed),
+            spilled_bytes: self.spilled_bytes.load(Relaxed),
+            merge_passes: self.merge_passes.load(Relaxed),
+            peak_memory_bytes: self.peak_memory_bytes.load(Relaxed),
+            memory_bytes: self.memory_bytes.load(Relaxed),
+        }
+    }
+
+    /// Records `bytes` as the memory now accounted for.
+    pub(crate) fn set_memory(&self, bytes: u64) {
+        self.memory_bytes.store(bytes, Relaxed);
+        self.peak_memory_bytes.fetch_max(bytes, Relaxed);
+    }
 }
 
 /// The lazy result of [`merge`]: an iterator of output batches.
@@ -74,6 +126,7 @@ pub struct MergeStream {
     schema: SchemaRef,
     batches: Box<dyn Iterator<Item = Result<RecordBatch>> + Send>,
     stats: Arc<SharedStats>,
+    sort: Option<Arc<SharedSortStats>>,
 }
 
 impl MergeStream {
@@ -84,7 +137,23 @@ impl MergeStream {
 
     /// A reader of the stats that stays valid after the stream is handed on.
     pub fn stats_handle(&self) -> StatsHandle {
-        StatsHandle(self.stats.clone())
+        StatsHandle(self.stats.clone(), self.sort.clone())
+    }
+
+    /// A stream over already computed batches, with the stats of a sort.
+    pub(crate) fn of_sort(
+        schema: SchemaRef,
+        batches: Box<dyn Iterator<Item = Result<RecordBatch>> + Send>,
+        stats: Arc<SharedStats>,
+        sort: Arc<SharedSortStats>,
+    ) -> Self {
+        Self { schema, batches, stats, sort: Some(sort) }
+    }
+
+    /// Attaches sort stats to a merge stream (the final merge of a sort).
+    pub(crate) fn with_sort_stats(mut self, sort: Arc<SharedSortStats>) -> Self {
+        self.sort = Some(sort);
+        self
     }
 
     /// Figures so far.
@@ -95,17 +164,20 @@ impl MergeStream {
 
 /// See [`MergeStream::stats_handle`].
 #[derive(Clone)]
-pub struct StatsHandle(Arc<SharedStats>);
+pub struct StatsHandle(Arc<SharedStats>, Option<Arc<SharedSortStats>>);
 
 impl StatsHandle {
     /// Figures so far.
     pub fn get(&self) -> MergeStats {
         let s = &self.0;
+        let sort = self.1.as_ref();
         MergeStats {
             runs: s.runs.load(Relaxed),
-            rows_in: s.rows_in.load(Relaxed),
+            // A sort reads its input through `write`, not through the merge.
+            rows_in: sort.map_or(&s.rows_in, |sort| &sort.rows_in).load(Relaxed),
             rows_out: s.rows_out.load(Relaxed),
             key_comparisons: s.key_comparisons.load(Relaxed),
+            sort: sort.map(|sort| sort.get()),
         }
     }
 }
@@ -139,6 +211,13 @@ impl RecordBatchReader for MergeReader {
 /// Merges sorted `runs` key by key, folding the versions of each key with
 /// `options.merge`. Runs are read lazily as the returned stream is consumed.
 pub fn merge(runs: Vec<Run>, options: MergeOptions) -> Result<MergeStream> {
+    let strict = options.merge.folds();
+    merge_runs(runs, options, strict)
+}
+
+/// [`merge`], where `strict: false` lets a run hold a key several times even when
+/// folding (the sort's spilled runs, which are sorted but not always folded).
+pub(crate) fn merge_runs(runs: Vec<Run>, options: MergeOptions, strict: bool) -> Result<MergeStream> {
     if options.batch_size == 0 {
         return Err(invalid!("batch_size must be at least 1"));
     }
@@ -146,15 +225,10 @@ pub fn merge(runs: Vec<Run>, options: MergeOptions) -> Result<MergeStream> {
     stats.runs.store(runs.len() as u64, Relaxed);
     let Some(schema) = common_schema(&runs)? else {
         let empty = Arc::new(Schema::empty());
-        return Ok(MergeStream { schema: empty, batches: Box::new(std::iter::empty()), stats });
+        return Ok(MergeStream { schema: empty, batches: Box::new(std::iter::empty()), stats, sort: None });
     };
-    let mut layout = Layout::new(
-        schema.clone(),
-        &options.key,
-        &options.sequence,
-        options.row_kind.as_deref(),
-        options.merge.folds(),
-    )?;
+    let mut layout =
+        Layout::new(schema.clone(), &options.key, &options.sequence, options.row_kind.as_deref(), strict)?;
     let folder = Folder::new(options.merge.clone(), &layout)?;
     layout.view_columns = folder.view_columns();
     let output_schema = output_schema(&layout, &folder);
@@ -169,7 +243,7 @@ pub fn merge(runs: Vec<Run>, options: MergeOptions) -> Result<MergeStream> {
         stats: stats.clone(),
     };
     let batches = dispatch(&key_types, visitor)?;
-    Ok(MergeStream { schema: output_schema, batches, stats })
+    Ok(MergeStream { schema: output_schema, batches, stats, sort: None })
 }
 
 /// The runs' shared schema (a field is nullable if it is in any run), or `None` for no runs.
@@ -204,7 +278,7 @@ fn common_schema(runs: &[Run]) -> Result<Option<SchemaRef>> {
 }
 
 /// The runs' schema, with every column a fold may set to null made nullable.
-fn output_schema(layout: &Layout, folder: &Folder) -> SchemaRef {
+pub(crate) fn output_schema(layout: &Layout, folder: &Folder) -> SchemaRef {
     if !folder.may_add_nulls() {
         return layout.schema.clone();
     }
@@ -387,6 +461,7 @@ impl KeyVisitor for OrderOnly {
                 rows_in: c.rows_in,
                 rows_out: groups,
                 key_comparisons: c.key_comparisons,
+                sort: None,
             })
         }
         let runs = Runs::new(self.inputs, encoder, self.layout);

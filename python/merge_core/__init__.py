@@ -16,6 +16,7 @@ from . import _native
 from ._inputs import as_stream_sources, column_names
 from ._native import Stream
 from ._options import Aggregate, Deduplicate, FirstRow, MergeSpec, PartialUpdate, merge_spec
+from ._sort import SortBuffer, sort
 from .errors import InternalError, InvalidInputError, MergeCoreError, SpillError
 
 __version__: str = _native.__version__
@@ -73,6 +74,8 @@ def merge(
 
 __all__ = [
     "merge",
+    "sort",
+    "SortBuffer",
     "Stream",
     "Deduplicate",
     "FirstRow",

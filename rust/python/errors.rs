@@ -13,7 +13,7 @@ use crate::error::MergeError;
 fn class_name(e: &MergeError) -> &'static str {
     match e {
         MergeError::InvalidInput(_) => "InvalidInputError",
-        MergeError::Io(_) => "SpillError",
+        MergeError::Io(_) | MergeError::DiskFull(_) => "SpillError",
         MergeError::Internal(_) => "InternalError",
         MergeError::Arrow(_) => "MergeCoreError",
     }

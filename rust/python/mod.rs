@@ -4,6 +4,7 @@
 
 mod errors;
 mod options;
+mod sort;
 mod stream;
 
 use arrow_array::ffi_stream::RecordBatchStreamReader;
@@ -53,6 +54,8 @@ fn merge(
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(merge, m)?)?;
     m.add_class::<PyStream>()?;
+    m.add_class::<sort::PySortBuffer>()?;
+    m.add_function(wrap_pyfunction!(sort::sort, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -60,6 +60,12 @@ impl PyStream {
         dict.set_item("rows_in", s.rows_in)?;
         dict.set_item("rows_out", s.rows_out)?;
         dict.set_item("key_comparisons", s.key_comparisons)?;
+        if let Some(sort) = s.sort {
+            dict.set_item("spilled_runs", sort.spilled_runs)?;
+            dict.set_item("spilled_bytes", sort.spilled_bytes)?;
+            dict.set_item("merge_passes", sort.merge_passes)?;
+            dict.set_item("peak_memory_bytes", sort.peak_memory_bytes)?;
+        }
         Ok(dict)
     }
 

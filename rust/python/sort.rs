@@ -1,0 +1,210 @@
+//! `merge_core.SortBuffer` and `merge_core.sort`: the spillable sort from Python.
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use arrow_array::ffi_stream::RecordBatchStreamReader;
+use arrow_array::RecordBatchReader;
+use arrow_pyarrow::FromPyArrow;
+use arrow_schema::Schema;
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+
+use super::errors::{guard, to_py_err};
+use super::options::merge_function;
+use super::stream::PyStream;
+use crate::error::MergeError;
+use crate::sort::{SortBuffer, SortOptions};
+
+/// Builds the Rust options from the arguments the Python wrapper normalised.
+#[allow(clippy::too_many_arguments)] // mirrors the Python signature one to one
+fn sort_options(
+    py: Python<'_>,
+    key: Vec<String>,
+    sequence: Vec<String>,
+    row_kind: Option<String>,
+    merge: Option<&Bound<'_, PyAny>>,
+    memory_limit: usize,
+    spill_dir: Option<PathBuf>,
+    spill_compression: &str,
+    max_fan_in: usize,
+    max_disk_size: Option<u64>,
+    batch_size: usize,
+) -> PyResult<SortOptions> {
+    Ok(SortOptions {
+        key,
+        sequence,
+        row_kind,
+        merge: merge.map(merge_function).transpose()?,
+        memory_limit,
+        spill_dir,
+        compression: spill_compression.parse().map_err(|e| to_py_err(py, e))?,
+        max_fan_in,
+        max_disk_size,
+        batch_size,
+    })
+}
+
+/// Feeds every batch of `reader` into `buffer`; the work runs without the GIL and
+/// KeyboardInterrupt is checked between batches.
+fn write_all(py: Python<'_>, buffer: &mut SortBuffer, mut reader: RecordBatchStreamReader) -> PyResult<()> {
+    loop {
+        py.check_signals()?;
+        let batch = guard(py, || reader.next().transpose().map_err(MergeError::from))?;
+        match batch {
+            Some(batch) => guard(py, || buffer.write(&batch))?,
+            None => return Ok(()),
+        }
+    }
+}
+
+/// Sorts data larger than memory by spilling sorted runs to disk.
+#[pyclass(name = "SortBuffer", module = "merge_core")]
+pub(crate) struct PySortBuffer {
+    inner: Mutex<Option<SortBuffer>>,
+}
+
+impl PySortBuffer {
+    fn with<T>(&self, f: impl FnOnce(&mut SortBuffer) -> PyResult<T>) -> PyResult<T> {
+        let mut slot = self
+            .inner
+            .try_lock()
+            .map_err(|_| PyRuntimeError::new_err("the sort buffer is busy in another thread"))?;
+        let buffer =
+            slot.as_mut().ok_or_else(|| PyRuntimeError::new_err("the sort buffer was finished or closed"))?;
+        f(buffer)
+    }
+}
+
+#[pymethods]
+impl PySortBuffer {
+    #[new]
+    #[pyo3(signature = (schema, key, sequence, row_kind, merge, memory_limit, spill_dir, spill_compression, max_fan_in, max_disk_size, batch_size))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        schema: &Bound<'_, PyAny>,
+        key: Vec<String>,
+        sequence: Vec<String>,
+        row_kind: Option<String>,
+        merge: Option<Bound<'_, PyAny>>,
+        memory_limit: usize,
+        spill_dir: Option<PathBuf>,
+        spill_compression: &str,
+        max_fan_in: usize,
+        max_disk_size: Option<u64>,
+        batch_size: usize,
+    ) -> PyResult<Self> {
+        let schema = Schema::from_pyarrow_bound(schema)?;
+        let options = sort_options(
+            py,
+            key,
+            sequence,
+            row_kind,
+            merge.as_ref(),
+            memory_limit,
+            spill_dir,
+            spill_compression,
+            max_fan_in,
+            max_disk_size,
+            batch_size,
+        )?;
+        let buffer = SortBuffer::new(std::sync::Arc::new(schema), options).map_err(|e| to_py_err(py, e))?;
+        Ok(Self { inner: Mutex::new(Some(buffer)) })
+    }
+
+    /// Adds the batches of a C-stream source (the wrapper turns batches and tables into one).
+    fn write(&self, py: Python<'_>, source: &Bound<'_, PyAny>) -> PyResult<()> {
+        let reader = RecordBatchStreamReader::from_pyarrow_bound(source)?;
+        self.with(|buffer| write_all(py, buffer, reader))
+    }
+
+    /// Ends writing; returns the sorted data as a stream.
+    fn finish(&self, py: Python<'_>) -> PyResult<PyStream> {
+        let buffer = self.inner.try_lock().ok().and_then(|mut slot| slot.take());
+        let buffer =
+            buffer.ok_or_else(|| PyRuntimeError::new_err("the sort buffer was finished or closed"))?;
+        Ok(PyStream::new(guard(py, || buffer.finish())?))
+    }
+
+    /// Drops the buffered data and deletes any spill files now.
+    fn close(&self) {
+        if let Ok(mut slot) = self.inner.lock() {
+            slot.take();
+        }
+    }
+
+    /// Bytes of memory accounted for now.
+    #[getter]
+    fn memory_bytes(&self) -> PyResult<u64> {
+        self.with(|b| Ok(b.stats().memory_bytes))
+    }
+
+    /// Most bytes of memory accounted for at once.
+    #[getter]
+    fn peak_memory_bytes(&self) -> PyResult<u64> {
+        self.with(|b| Ok(b.stats().peak_memory_bytes))
+    }
+
+    /// Sorted runs written to disk so far.
+    #[getter]
+    fn spilled_runs(&self) -> PyResult<u64> {
+        self.with(|b| Ok(b.stats().spilled_runs))
+    }
+
+    /// Bytes written to spill files so far.
+    #[getter]
+    fn spilled_bytes(&self) -> PyResult<u64> {
+        self.with(|b| Ok(b.stats().spilled_bytes))
+    }
+
+    /// Rows written so far.
+    #[getter]
+    fn rows_written(&self) -> PyResult<u64> {
+        self.with(|b| Ok(b.rows_written()))
+    }
+
+    /// The private directory holding this buffer's spill files, if one was created.
+    #[getter]
+    fn spill_path(&self) -> PyResult<Option<PathBuf>> {
+        self.with(|b| Ok(b.spill_path()))
+    }
+}
+
+/// Sorts a C-stream source in one call.
+#[pyfunction]
+#[pyo3(signature = (source, key, sequence, row_kind, merge, memory_limit, spill_dir, spill_compression, max_fan_in, max_disk_size, batch_size))]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn sort(
+    py: Python<'_>,
+    source: &Bound<'_, PyAny>,
+    key: Vec<String>,
+    sequence: Vec<String>,
+    row_kind: Option<String>,
+    merge: Option<Bound<'_, PyAny>>,
+    memory_limit: usize,
+    spill_dir: Option<PathBuf>,
+    spill_compression: &str,
+    max_fan_in: usize,
+    max_disk_size: Option<u64>,
+    batch_size: usize,
+) -> PyResult<PyStream> {
+    let options = sort_options(
+        py,
+        key,
+        sequence,
+        row_kind,
+        merge.as_ref(),
+        memory_limit,
+        spill_dir,
+        spill_compression,
+        max_fan_in,
+        max_disk_size,
+        batch_size,
+    )?;
+    let reader = RecordBatchStreamReader::from_pyarrow_bound(source)?;
+    let schema = reader.schema();
+    let mut buffer = SortBuffer::new(schema, options).map_err(|e| to_py_err(py, e))?;
+    write_all(py, &mut buffer, reader)?;
+    Ok(PyStream::new(guard(py, || buffer.finish())?))
+}

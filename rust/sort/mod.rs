@@ -1,0 +1,509 @@
+//! The spillable external sort: [`SortBuffer`].
+//!
+//! # Algorithm
+//!
+//! 1. `write` buffers batches while their accounted memory (the Arrow buffers of the
+//!    rows held, their keys in row format, and the sort's scratch of 16 bytes a row)
+//!    stays within `memory_limit`. A batch that does not fit is sliced; only a single row
+//!    larger than the whole budget is refused.
+//! 2. A full buffer is sorted by (key, version) and folded key by key (see
+//!    [`sorted`]), then written as one spill file (see [`crate::spill`]).
+//! 3. `finish` returns the sorted buffer directly if nothing was spilled. Otherwise it
+//!    spills the rest and merges the spilled runs with the loser tree. When there are
+//!    more runs than `max_fan_in`, intermediate passes merge contiguous runs (keeping
+//!    their version order), a partial round first so that every later round is a full
+//!    `max_fan_in`-way merge (seed 002); runs are never merged while data is written.
+//!
+//! # Folding while sorting
+//!
+//! With `merge`, the output has one row per key. Folding a spill run early is only
+//! sound when folding is associative over contiguous stretches of versions:
+//! deduplicate (keeping a newest retract as `-D` so that it still deletes older runs'
+//! rows), first-row, and partial-update or aggregate when rows carry neither row kinds
+//! nor sequence numbers. Otherwise runs are spilled sorted but unfolded, and the final
+//! merge folds every version at once.
+
+mod sorted;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use arrow_array::{Array, ArrayRef, RecordBatch};
+use arrow_row::{RowConverter, Rows, SortField};
+use arrow_schema::SchemaRef;
+
+use crate::error::{invalid, Result};
+use crate::fold::value::ColumnView;
+use crate::fold::{Folder, MergeFunction};
+use crate::run::{Layout, Run};
+use crate::spill::{Compression, SpillDir, SpillFile};
+use crate::store::{BatchStore, StoredBatch};
+use crate::stream::{merge_runs, output_schema, MergeOptions, MergeStream, SharedSortStats, SharedStats};
+use crate::version::{first_null, BatchVersions};
+use crate::Algorithm;
+use sorted::{Buffered, SortedBatches};
+
+/// Options of a [`SortBuffer`]; see the Python `merge_core.sort` for their meaning.
+#[derive(Debug, Clone)]
+pub struct SortOptions {
+    /// Key columns.
+    pub key: Vec<String>,
+    /// Columns ordering the versions of a key (empty: arrival order).
+    pub sequence: Vec<String>,
+    /// Column of row kinds.
+    pub row_kind: Option<String>,
+    /// Fold the versions of each key (`None`: keep every row).
+    pub merge: Option<MergeFunction>,
+    /// Memory budget in bytes.
+    pub memory_limit: usize,
+    /// Parent of the private spill directory (the system temporary directory if `None`).
+    pub spill_dir: Option<PathBuf>,
+    /// Compression of spill files.
+    pub compression: Compression,
+    /// Most spilled runs merged at once.
+    pub max_fan_in: usize,
+    /// Most bytes of spill files on disk at once.
+    pub max_disk_size: Option<u64>,
+    /// Rows per output batch.
+    pub batch_size: usize,
+}
+
+impl SortOptions {
+    /// A plain sort on `key` within 256 MiB.
+    pub fn new(key: &[&str]) -> Self {
+        Self {
+            key: key.iter().map(|k| k.to_string()).collect(),
+            sequence: Vec::new(),
+            row_kind: None,
+            merge: None,
+            memory_limit: 256 << 20,
+            spill_dir: None,
+            compression: Compression::default(),
+            max_fan_in: 128,
+            max_disk_size: None,
+            batch_size: 8192,
+        }
+    }
+}
+
+/// Bytes of sort scratch a buffered row costs (its place in the sort order, and the
+/// stable sort's buffer).
+const SCRATCH_PER_ROW: usize = 16;
+
+/// Sorts any amount of data within a memory budget, spilling sorted runs to disk.
+pub struct SortBuffer {
+    schema: SchemaRef,
+    options: SortOptions,
+    layout: Arc<Layout>,
+    /// The merge function applied when a run is spilled.
+    spill_function: MergeFunction,
+    converter: RowConverter,
+    buffered: Buffered,
+    memory: usize,
+    arrival: u64,
+    spill: Option<Arc<SpillDir>>,
+    runs: Vec<SpillFile>,
+    stats: Arc<SharedSortStats>,
+    failed: bool,
+}
+
+impl SortBuffer {
+    /// A buffer for batches of `schema`.
+    pub fn new(schema: SchemaRef, options: SortOptions) -> Result<Self> {
+        if options.batch_size == 0 {
+            return Err(invalid!("batch_size must be at least 1"));
+        }
+        if options.max_fan_in < 2 {
+            return Err(invalid!("max_fan_in must be at least 2"));
+        }
+        let function = options.merge.clone().unwrap_or(MergeFunction::None);
+        let mut layout =
+            Layout::new(schema.clone(), &options.key, &options.sequence, options.row_kind.as_deref(), false)?;
+        layout.view_columns = Folder::new(function.clone(), &layout)?.view_columns();
+        let fields =
+            layout.key.iter().map(|&k| SortField::new(schema.field(k).data_type().clone())).collect();
+        let converter = RowConverter::new(fields)?;
+        let spill_function = spill_function(&function, &layout);
+        Ok(Self {
+            schema,
+            layout: Arc::new(layout),
+            spill_function,
+            converter,
+            buffered: Buffered { store: BatchStore::default(), keys: Vec::new() },
+            memory: 0,
+            arrival: 0,
+            spill: None,
+            runs: Vec::new(),
+            stats: Arc::new(SharedSortStats::default()),
+            failed: false,
+            options,
+        })
+    }
+
+    /// The stats so far (memory now and at peak, spilled runs and bytes).
+    pub fn stats(&self) -> crate::stream::SortStats {
+        self.stats.get()
+    }
+
+    /// The private directory of this buffer's spill files, once one was created.
+    pub fn spill_path(&self) -> Option<PathBuf> {
+        self.spill.as_ref().map(|dir| dir.path().to_path_buf())
+    }
+
+    /// Rows written so far.
+    pub fn rows_written(&self) -> u64 {
+        self.arrival
+    }
+
+    /// Adds a batch; spills when the buffer is full.
+    pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        if self.failed {
+            return Err(invalid!("the sort buffer failed earlier and cannot take more data"));
+        }
+        let result = self.write_checked(batch);
+        if result.is_err() {
+            self.fail();
+        }
+        result
+    }
+
+    fn write_checked(&mut self, batch: &RecordBatch) -> Result<()> {
+        self.check_batch(batch)?;
+        let rows = batch.num_rows();
+        if rows == 0 {
+            return Ok(());
+        }
+        let limit = self.options.memory_limit;
+        let mut per_row = self.cost_per_row(batch)?;
+        let mut offset = 0;
+        while offset < rows {
+            let room = limit.saturating_sub(self.memory) / per_row;
+            let take = room.clamp(1, rows - offset);
+            let piece = Piece::measure(self, batch.slice(offset, take))?;
+            if self.memory + piece.bytes <= limit {
+                self.buffer(piece)?;
+                offset += take;
+            } else if !self.buffered.keys.is_empty() {
+                self.spill_buffer()?;
+            } else if take > 1 {
+                // The estimate was low for this slice: retry smaller ones.
+                per_row = per_row.max(piece.bytes.div_ceil(take)) + 1;
+            } else {
+                return Err(invalid!(
+                    "input row {}: a single row needs {} bytes of sort memory, more than memory_limit \
+                     ({limit} bytes); raise memory_limit",
+                    self.arrival,
+                    piece.bytes
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn check_batch(&self, batch: &RecordBatch) -> Result<()> {
+        let expected = self.schema.fields();
+        let got = batch.schema();
+        let same = got.fields().len() == expected.len()
+            && expected
+                .iter()
+                .zip(got.fields())
+                .all(|(e, g)| e.name() == g.name() && e.data_type() == g.data_type());
+        if !same {
+            return Err(invalid!(
+                "a written batch's schema ({got}) differs from the buffer's ({})",
+                self.schema
+            ));
+        }
+        for &k in &self.layout.key {
+            if let Some(row) = first_null(batch.column(k).as_ref()) {
+                let at = self.arrival + row as u64;
+                return Err(invalid!("input row {at}: null in key column '{}'", self.schema.field(k).name()));
+            }
+        }
+        Ok(())
+    }
+
+    /// Accounted bytes of one row of `batch` once buffered (its share of the batch's
+    /// buffers, its key in row format, version columns and sort scratch).
+    fn cost_per_row(&self, batch: &RecordBatch) -> Result<usize> {
+        let rows = batch.num_rows();
+        let keys = self.converter.convert_columns(&self.key_columns(batch))?;
+        let versions = 8 * self.layout.sequence.len() + usize::from(self.layout.row_kind.is_some());
+        let data = data_bytes(batch);
+        Ok((data + keys.size()).div_ceil(rows) + versions + SCRATCH_PER_ROW)
+    }
+
+    fn key_columns(&self, batch: &RecordBatch) -> Vec<ArrayRef> {
+        self.layout.key.iter().map(|&k| batch.column(k).clone()).collect()
+    }
+
+    fn buffer(&mut self, piece: Piece) -> Result<()> {
+        let Piece { batch, keys, bytes } = piece;
+        let layout = &self.layout;
+        let name = |i: usize| layout.schema.field(i).name().as_str();
+        let sequence: Vec<_> = layout.sequence.iter().map(|&s| (name(s), batch.column(s))).collect();
+        let row_kind = layout.row_kind.map(|r| (name(r), batch.column(r)));
+        let versions = BatchVersions::read(&sequence, row_kind, 0, self.arrival)?;
+        let rows = batch.num_rows();
+        self.memory += bytes;
+        let views = layout.view_columns.iter().map(|&c| ColumnView::new(batch.column(c))).collect();
+        self.buffered.store.push(StoredBatch { batch, versions, run: 0, first_row: self.arrival, views });
+        self.buffered.keys.push(keys);
+        self.arrival += rows as u64;
+        self.stats.rows_in.store(self.arrival, std::sync::atomic::Ordering::Relaxed);
+        self.stats.set_memory(self.memory as u64);
+        Ok(())
+    }
+
+    /// Takes the buffer out as sorted, folded batches of `rows` rows.
+    fn take_sorted(&mut self, function: MergeFunction, rows: usize) -> Result<(SchemaRef, SortedBatches)> {
+        let buffered = std::mem::replace(
+            &mut self.buffered,
+            Buffered { store: BatchStore::default(), keys: Vec::new() },
+        );
+        let folder = Folder::new(function, &self.layout)?;
+        let schema = output_schema(&self.layout, &folder);
+        Ok((schema.clone(), SortedBatches::new(buffered, &self.layout, folder, schema, rows)))
+    }
+
+    fn spill_buffer(&mut self) -> Result<()> {
+        let rows = self.spill_batch_rows();
+        let (schema, sorted) = self.take_sorted(self.spill_function.clone(), rows)?;
+        let dir = self.spill_dir()?;
+        let file = dir.write(&schema, sorted)?;
+        self.memory = 0;
+        self.stats.set_memory(0);
+        self.record_spill(&file);
+        self.runs.push(file);
+        Ok(())
+    }
+
+    fn record_spill(&self, file: &SpillFile) {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.stats.spilled_runs.fetch_add(1, Relaxed);
+        self.stats.spilled_bytes.fetch_add(file.bytes(), Relaxed);
+    }
+
+    /// Rows per spilled batch, so that `max_fan_in` runs being merged, each holding a
+    /// few batches, use about a quarter of the budget between them.
+    fn spill_batch_rows(&self) -> usize {
+        let rows = self.buffered.keys.iter().map(Rows::num_rows).sum::<usize>().max(1);
+        let row_bytes = (self.memory / rows).max(1);
+        let per_run = self.options.memory_limit / (4 * self.options.max_fan_in);
+        (per_run / row_bytes).clamp(1, self.options.batch_size)
+    }
+
+    fn spill_dir(&mut self) -> Result<Arc<SpillDir>> {
+        if self.spill.is_none() {
+            let o = &self.options;
+            self.spill =
+                Some(Arc::new(SpillDir::create(o.spill_dir.as_deref(), o.compression, o.max_disk_size)?));
+        }
+        Ok(self.spill.clone().expect("just created"))
+    }
+
+    /// After an error: nothing more is accepted and every spill file is deleted now.
+    fn fail(&mut self) {
+        self.failed = true;
+        self.runs.clear();
+        self.buffered = Buffered { store: BatchStore::default(), keys: Vec::new() };
+        self.memory = 0;
+        self.stats.set_memory(0);
+        // The last reference: the directory goes now, not when the buffer is dropped.
+        self.spill = None;
+    }
+
+    /// Ends writing and returns the sorted (and folded) data as a stream.
+    pub fn finish(mut self) -> Result<MergeStream> {
+        if self.failed {
+            return Err(invalid!("the sort buffer failed earlier"));
+        }
+        let result = self.finish_inner();
+        if result.is_err() {
+            self.fail();
+        }
+        result
+    }
+
+    fn finish_inner(&mut self) -> Result<MergeStream> {
+        let function = self.options.merge.clone().unwrap_or(MergeFunction::None);
+        if self.runs.is_empty() {
+            let (schema, sorted) = self.take_sorted(function, self.options.batch_size)?;
+            let stats = Arc::new(SharedStats::default());
+            let counted = CountRows { inner: sorted, stats: stats.clone() };
+            return Ok(MergeStream::of_sort(schema, Box::new(counted), stats, self.stats.clone()));
+        }
+        if !self.buffered.keys.is_empty() {
+            self.spill_buffer()?;
+        }
+        self.memory = 0;
+        self.stats.set_memory(0);
+        while self.runs.len() > self.options.max_fan_in {
+            self.merge_round()?;
+        }
+        let runs = std::mem::take(&mut self.runs);
+        let stream =
+            merge_runs(self.readers(runs)?, self.merge_options(function, self.options.batch_size), false)?;
+        Ok(stream.with_sort_stats(self.stats.clone()))
+    }
+
+    /// One round of intermediate merges: the first round only merges as many runs as
+    /// leave a power of the fan-in, so that later rounds are full.
+    fn merge_round(&mut self) -> Result<()> {
+        let plan = plan_round(self.runs.len(), self.options.max_fan_in);
+        let mut runs = std::mem::take(&mut self.runs).into_iter();
+        let mut merged = Vec::new();
+        for size in plan {
+            let group: Vec<SpillFile> = runs.by_ref().take(size).collect();
+            if size == 1 {
+                merged.extend(group);
+                continue;
+            }
+            let rows = self.options.batch_size.min(self.spill_rows_of(&group));
+            let options = self.merge_options(self.spill_function.clone(), rows);
+            let stream = merge_runs(self.readers(group)?, options, false)?;
+            let schema = stream.schema();
+            let file = self.spill_dir()?.write(&schema, stream)?;
+            self.record_spill(&file);
+            merged.push(file);
+        }
+        merged.extend(runs);
+        self.runs = merged;
+        self.stats.merge_passes.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Rows per batch when merging `group`, sized like [`Self::spill_batch_rows`].
+    fn spill_rows_of(&self, group: &[SpillFile]) -> usize {
+        let rows: u64 = group.iter().map(SpillFile::rows).sum();
+        let bytes: u64 = group.iter().map(SpillFile::bytes).sum();
+        let row_bytes = (bytes / rows.max(1)).max(1) as usize;
+        (self.options.memory_limit / (4 * self.options.max_fan_in) / row_bytes).max(1)
+    }
+
+    fn readers(&self, runs: Vec<SpillFile>) -> Result<Vec<Run>> {
+        runs.into_iter()
+            .map(|file| {
+                let reader = file.into_reader()?;
+                Ok(Run { schema: arrow_array::RecordBatchReader::schema(&reader), batches: Box::new(reader) })
+            })
+            .collect()
+    }
+
+    fn merge_options(&self, merge: MergeFunction, batch_size: usize) -> MergeOptions {
+        MergeOptions {
+            key: self.options.key.clone(),
+            sequence: self.options.sequence.clone(),
+            row_kind: self.options.row_kind.clone(),
+            merge,
+            algorithm: Algorithm::LoserTree,
+            batch_size,
+        }
+    }
+}
+
+/// The function applied when spilling; see the module docs for why it may differ.
+fn spill_function(function: &MergeFunction, layout: &Layout) -> MergeFunction {
+    let plain_rows = layout.row_kind.is_none() && layout.sequence.is_empty();
+    match function {
+        MergeFunction::Deduplicate { ignore_delete, .. } => {
+            MergeFunction::Deduplicate { ignore_delete: *ignore_delete, drop_deletes: false }
+        }
+        MergeFunction::FirstRow { .. } | MergeFunction::None => function.clone(),
+        MergeFunction::PartialUpdate { .. } | MergeFunction::Aggregate { .. } if plain_rows => {
+            function.clone()
+        }
+        _ => MergeFunction::None,
+    }
+}
+
+/// Sizes of contiguous groups to merge in one round over `runs` runs (a size of 1
+/// leaves the run as it is), with `runs > fan_in`.
+fn plan_round(runs: usize, fan_in: usize) -> Vec<usize> {
+    // After this round, `target` runs remain: a power of the fan-in, so later rounds are full.
+    let mut target = 1;
+    while target * fan_in < runs {
+        target *= fan_in;
+    }
+    let mut plan = Vec::new();
+    let mut remaining = runs;
+    while remaining > target - plan.len() {
+        let left_after = target - plan.len() - 1; // outputs still to place after this one
+        let size = (remaining - left_after).min(fan_in);
+        plan.push(size);
+        remaining -= size;
+    }
+    plan.extend(std::iter::repeat_n(1, remaining));
+    plan
+}
+
+/// A slice of a written batch with its keys, and the bytes it costs once buffered.
+struct Piece {
+    batch: RecordBatch,
+    keys: Rows,
+    bytes: usize,
+}
+
+impl Piece {
+    fn measure(buffer: &SortBuffer, batch: RecordBatch) -> Result<Self> {
+        let keys = buffer.converter.convert_columns(&buffer.key_columns(&batch))?;
+        let layout = &buffer.layout;
+        let per_row = 8 * layout.sequence.len() + usize::from(layout.row_kind.is_some()) + SCRATCH_PER_ROW;
+        let bytes = data_bytes(&batch) + keys.size() + batch.num_rows() * per_row;
+        Ok(Self { batch, keys, bytes })
+    }
+}
+
+/// Bytes of the buffers of `batch`'s rows (a slice counts only its share).
+fn data_bytes(batch: &RecordBatch) -> usize {
+    batch
+        .columns()
+        .iter()
+        .map(|c| c.to_data().get_slice_memory_size().unwrap_or_else(|_| c.get_array_memory_size()))
+        .sum()
+}
+
+/// Counts the output rows of an in-memory sort into the stream's stats.
+struct CountRows {
+    inner: SortedBatches,
+    stats: Arc<SharedStats>,
+}
+
+impl Iterator for CountRows {
+    type Item = Result<RecordBatch>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let item = self.inner.next();
+        if let Some(Ok(batch)) = &item {
+            self.stats.add_rows_out(batch.num_rows() as u64);
+        }
+        item
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plan_round;
+
+    #[test]
+    fn plans_a_partial_round_first() {
+        // Seed 002's example: 19 runs, fan-in 4 -> merge 4 of them, leaving 16.
+        let plan = plan_round(19, 4);
+        assert_eq!(plan.iter().sum::<usize>(), 19);
+        assert_eq!(plan.len(), 16);
+        assert_eq!(plan.iter().filter(|&&s| s > 1).count(), 1);
+        for (runs, fan_in) in [(5, 2), (9, 3), (129, 128), (1000, 128), (17, 4), (16, 4), (3, 2)] {
+            let plan = plan_round(runs, fan_in);
+            assert_eq!(plan.iter().sum::<usize>(), runs, "{runs} {fan_in}");
+            assert!(plan.iter().all(|&s| (1..=fan_in).contains(&s)));
+            let after = plan.len();
+            assert!(after.is_power_of_two() || fan_in != 2 || after == 1);
+            // What is left is a power of the fan-in (or fits one final merge).
+            let mut p = 1;
+            while p < after {
+                p *= fan_in;
+            }
+            assert_eq!(p, after, "{runs} runs, fan-in {fan_in}: {plan:?}");
+        }
+    }
+}
