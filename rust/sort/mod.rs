@@ -86,9 +86,9 @@ impl SortOptions {
     }
 }
 
-/// Bytes of sort scratch a buffered row costs (its place in the sort order, and the
-/// stable sort's buffer).
-const SCRATCH_PER_ROW: usize = 16;
+/// Bytes of sort scratch a buffered row costs: its 16-byte sort entry, and as much again
+/// for the stable sort's buffer (which takes up to one entry per row).
+const SCRATCH_PER_ROW: usize = 32;
 
 /// Sorts any amount of data within a memory budget, spilling sorted runs to disk.
 pub struct SortBuffer {

@@ -2,8 +2,6 @@
 //! folded key group by key group, streamed out as batches. Spilling writes this stream
 //! to a file; a sort that never spilled returns it as its result.
 
-use std::cmp::Ordering;
-
 use arrow_array::RecordBatch;
 use arrow_row::Rows;
 use arrow_schema::SchemaRef;
@@ -22,10 +20,30 @@ pub(crate) struct Buffered {
     pub keys: Vec<Rows>,
 }
 
+/// A row to sort: the first bytes of its key in row format, as a number, and where it is.
+///
+/// The row format's bytes compare like the keys, so comparing prefixes as `u64` orders
+/// most rows without touching their keys; only equal prefixes compare the full rows.
+/// The first byte is skipped: it is the null marker of the first key column, the same
+/// for every row since keys hold no nulls. An int64 key fits the prefix whole.
+#[derive(Clone, Copy)]
+struct Entry {
+    prefix: u64,
+    row: RowRef,
+}
+
+fn prefix(row: &[u8]) -> u64 {
+    let tail = row.get(1..).unwrap_or_default();
+    let mut bytes = [0u8; 8];
+    let n = tail.len().min(8);
+    bytes[..n].copy_from_slice(&tail[..n]);
+    u64::from_be_bytes(bytes)
+}
+
 /// An iterator of sorted, folded batches over a [`Buffered`].
 pub(crate) struct SortedBatches {
     buffered: Buffered,
-    order: Vec<RowRef>,
+    order: Vec<Entry>,
     next: usize,
     folder: Folder,
     builder: OutputBuilder,
@@ -44,25 +62,28 @@ impl SortedBatches {
         batch_size: usize,
     ) -> Self {
         let keys = &buffered.keys;
-        let mut order: Vec<RowRef> = keys
+        let mut entries: Vec<Entry> = keys
             .iter()
             .enumerate()
             .flat_map(|(b, rows)| {
-                (0..rows.num_rows()).map(move |r| RowRef { batch: b as u32, row: r as u32 })
+                rows.iter().enumerate().map(move |(r, row)| Entry {
+                    prefix: prefix(row.as_ref()),
+                    row: RowRef { batch: b as u32, row: r as u32 },
+                })
             })
             .collect();
-        let by_key = |a: &RowRef, b: &RowRef| {
-            keys[a.batch as usize].row(a.row as usize).cmp(&keys[b.batch as usize].row(b.row as usize))
-        };
+        let key = |r: RowRef| keys[r.batch as usize].row(r.row as usize);
+        let by_key = |a: &Entry, b: &Entry| a.prefix.cmp(&b.prefix).then_with(|| key(a.row).cmp(&key(b.row)));
         if layout.sequence.is_empty() {
             // A stable sort keeps arrival order, which is the version order.
-            order.sort_by(by_key);
+            entries.sort_by(by_key);
         } else {
             let store = &buffered.store;
-            order.sort_unstable_by(|a, b| {
-                by_key(a, b).then_with(|| compare_versions(store.version(*a), store.version(*b)))
+            entries.sort_unstable_by(|a, b| {
+                by_key(a, b).then_with(|| compare_versions(store.version(a.row), store.version(b.row)))
             });
         }
+        let order = entries;
         if folder.may_add_nulls() {
             buffered.store.add_null_row(&layout.schema);
         }
@@ -70,20 +91,20 @@ impl SortedBatches {
         Self { buffered, order, next: 0, folder, builder, group: Vec::new(), batch_size }
     }
 
-    fn same_key(&self, a: RowRef, b: RowRef) -> bool {
+    fn same_key(&self, a: &Entry, b: &Entry) -> bool {
         let keys = &self.buffered.keys;
-        keys[a.batch as usize].row(a.row as usize).cmp(&keys[b.batch as usize].row(b.row as usize))
-            == Ordering::Equal
+        let key = |r: RowRef| keys[r.batch as usize].row(r.row as usize);
+        a.prefix == b.prefix && key(a.row) == key(b.row)
     }
 
     fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
         while self.builder.len() < self.batch_size && self.next < self.order.len() {
-            let first = self.order[self.next];
+            let first = &self.order[self.next];
             let end = (self.next + 1..self.order.len())
-                .find(|&i| !self.same_key(first, self.order[i]))
+                .find(|&i| !self.same_key(first, &self.order[i]))
                 .unwrap_or(self.order.len());
             self.group.clear();
-            self.group.extend_from_slice(&self.order[self.next..end]);
+            self.group.extend(self.order[self.next..end].iter().map(|e| e.row));
             self.next = end;
             self.folder.fold(&self.group, &self.buffered.store, &mut self.builder)?;
         }

@@ -1,0 +1,54 @@
+"""Run by test_sort_memory.py in a fresh process: sorts 8x memory_limit of generated data
+and prints the peak resident memory above the process's footprint before the sort."""
+
+import json
+import resource
+import sys
+
+import merge_core as mc
+import numpy as np
+import pyarrow as pa
+
+PAGE = resource.getpagesize()
+
+
+def rss() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * PAGE
+
+
+def batches(total: int, kind: str, rows: int = 65536):
+    """Batches built straight into Arrow buffers, so generating them costs little memory."""
+    rng = np.random.default_rng(0)
+    produced = 0
+    while produced < total:
+        cols = {"k": rng.integers(0, 2**62, rows)}
+        if kind == "str":
+            data = rng.integers(48, 58, rows * 120, dtype=np.uint8)
+            offsets = np.arange(0, (rows + 1) * 120, 120, dtype=np.int32)
+            cols["s"] = pa.StringArray.from_buffers(rows, pa.py_buffer(offsets), pa.py_buffer(data))
+        else:
+            for i in range(7):
+                cols[f"p{i}"] = rng.integers(0, 1000, rows)
+        batch = pa.record_batch(cols)
+        produced += batch.nbytes
+        yield batch
+
+
+def main() -> None:
+    limit, kind, key = int(sys.argv[1]), sys.argv[2], sys.argv[3].split(",")
+    next(batches(1, kind))  # warm up imports and allocators
+    base = rss()
+    stream = mc.sort(batches(8 * limit, kind), key=key, memory_limit=limit)
+    rows, previous = 0, None
+    for batch in stream:
+        rows += batch.num_rows
+        first = batch.column(key[0])[0].as_py()
+        assert previous is None or previous <= first
+        previous = batch.column(key[0])[-1].as_py()
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    print(json.dumps({"rows": rows, "peak_over_base": peak - base, **stream.stats}))
+
+
+if __name__ == "__main__":
+    main()
