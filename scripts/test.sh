@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 cargo fmt --check
 cargo clippy --all-targets --features python -- -D warnings
-.venv/bin/ruff check python tests
-.venv/bin/ruff format --check python tests
+.venv/bin/ruff check python tests benches
+.venv/bin/ruff format --check python tests benches
 cargo test
 .venv/bin/python -m pytest tests python/merge_core --doctest-modules "$@"

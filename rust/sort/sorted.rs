@@ -20,24 +20,35 @@ pub(crate) struct Buffered {
     pub keys: Vec<Rows>,
 }
 
-/// A row to sort: the first bytes of its key in row format, as a number, and where it is.
+/// A row to sort: 8 bytes of its key in row format, as a number, and where it is.
 ///
-/// The row format's bytes compare like the keys, so comparing prefixes as `u64` orders
-/// most rows without touching their keys; only equal prefixes compare the full rows.
-/// The first byte is skipped: it is the null marker of the first key column, the same
-/// for every row since keys hold no nulls. An int64 key fits the prefix whole.
+/// The row format's bytes compare like the keys, so comparing these numbers orders most
+/// rows without touching their keys; only equal prefixes compare the rest. The 8 bytes
+/// are taken after the longest prefix that every key of the buffer shares (at least the
+/// first column's null marker, the same for all rows since keys hold no nulls), so keys
+/// like `user-000…123` still sort by number. An int64 key fits whole.
 #[derive(Clone, Copy)]
 struct Entry {
     prefix: u64,
     row: RowRef,
 }
 
-fn prefix(row: &[u8]) -> u64 {
-    let tail = row.get(1..).unwrap_or_default();
+fn prefix(row: &[u8], skip: usize) -> u64 {
+    let tail = row.get(skip..).unwrap_or_default();
     let mut bytes = [0u8; 8];
     let n = tail.len().min(8);
     bytes[..n].copy_from_slice(&tail[..n]);
     u64::from_be_bytes(bytes)
+}
+
+/// Length of the longest prefix shared by every row of `keys`.
+fn common_prefix(keys: &[Rows]) -> usize {
+    let mut rows = keys.iter().flat_map(|k| k.iter());
+    let Some(first) = rows.next() else { return 0 };
+    let first = first.as_ref();
+    rows.fold(first.len(), |common, row| {
+        first[..common].iter().zip(row.as_ref()).take_while(|(a, b)| a == b).count()
+    })
 }
 
 /// An iterator of sorted, folded batches over a [`Buffered`].
@@ -62,18 +73,20 @@ impl SortedBatches {
         batch_size: usize,
     ) -> Self {
         let keys = &buffered.keys;
+        let skip = common_prefix(keys);
         let mut entries: Vec<Entry> = keys
             .iter()
             .enumerate()
             .flat_map(|(b, rows)| {
                 rows.iter().enumerate().map(move |(r, row)| Entry {
-                    prefix: prefix(row.as_ref()),
+                    prefix: prefix(row.as_ref(), skip),
                     row: RowRef { batch: b as u32, row: r as u32 },
                 })
             })
             .collect();
-        let key = |r: RowRef| keys[r.batch as usize].row(r.row as usize);
-        let by_key = |a: &Entry, b: &Entry| a.prefix.cmp(&b.prefix).then_with(|| key(a.row).cmp(&key(b.row)));
+        // Every key starts with the same `skip` bytes: compare what follows.
+        let key = |r: RowRef| &keys[r.batch as usize].row(r.row as usize).data()[skip..];
+        let by_key = |a: &Entry, b: &Entry| a.prefix.cmp(&b.prefix).then_with(|| key(a.row).cmp(key(b.row)));
         if layout.sequence.is_empty() {
             // A stable sort keeps arrival order, which is the version order.
             entries.sort_by(by_key);
