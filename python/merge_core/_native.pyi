@@ -29,20 +29,7 @@ def merge(
 ) -> Stream: ...
 
 class SortBuffer:
-    def __init__(
-        self,
-        schema: pa.Schema,
-        key: list[str],
-        sequence: list[str],
-        row_kind: str | None,
-        merge: dict[str, Any] | None,
-        memory_limit: int,
-        spill_dir: str | None,
-        spill_compression: str,
-        max_fan_in: int,
-        max_disk_size: int | None,
-        batch_size: int,
-    ) -> None: ...
+    def __init__(self, schema: pa.Schema, options: dict[str, Any]) -> None: ...
     def write(self, source: object) -> None: ...
     def finish(self) -> Stream: ...
     def close(self) -> None: ...
@@ -59,16 +46,4 @@ class SortBuffer:
     @property
     def spill_path(self) -> str | None: ...
 
-def sort(
-    source: object,
-    key: list[str],
-    sequence: list[str],
-    row_kind: str | None,
-    merge: dict[str, Any] | None,
-    memory_limit: int,
-    spill_dir: str | None,
-    spill_compression: str,
-    max_fan_in: int,
-    max_disk_size: int | None,
-    batch_size: int,
-) -> Stream: ...
+def sort(source: object, options: dict[str, Any]) -> Stream: ...

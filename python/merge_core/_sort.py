@@ -50,23 +50,24 @@ def parse_size(value: int | str | None, what: str) -> int | None:
 
 def _native_options(
     key, sequence, row_kind, merge, memory_limit, spill_dir, spill_compression, max_fan_in, max_disk_size, batch_size
-) -> tuple:
+) -> dict[str, Any]:
+    """The options checked and normalised, as the dict the native module reads."""
     if not isinstance(batch_size, int) or batch_size < 1:
         raise InvalidInputError(f"batch_size must be a positive integer, got {batch_size!r}")
     if not isinstance(max_fan_in, int) or max_fan_in < 2:
         raise InvalidInputError(f"max_fan_in must be an integer of at least 2, got {max_fan_in!r}")
-    return (
-        column_names(key, "key"),
-        column_names(sequence, "sequence"),
-        row_kind,
-        None if merge is None else merge_spec(merge),
-        parse_size(memory_limit, "memory_limit"),
-        None if spill_dir is None else os.fspath(spill_dir),
-        spill_compression,
-        max_fan_in,
-        parse_size(max_disk_size, "max_disk_size"),
-        batch_size,
-    )
+    return {
+        "key": column_names(key, "key"),
+        "sequence": column_names(sequence, "sequence"),
+        "row_kind": row_kind,
+        "merge": None if merge is None else merge_spec(merge),
+        "memory_limit": parse_size(memory_limit, "memory_limit"),
+        "spill_dir": None if spill_dir is None else os.fspath(spill_dir),
+        "spill_compression": spill_compression,
+        "max_fan_in": max_fan_in,
+        "max_disk_size": parse_size(max_disk_size, "max_disk_size"),
+        "batch_size": batch_size,
+    }
 
 
 def _reraise(e: ValueError) -> InvalidInputError:
@@ -117,7 +118,7 @@ class SortBuffer:
             batch_size,
         )
         try:
-            self._native = _native.SortBuffer(schema, *options)
+            self._native = _native.SortBuffer(schema, options)
         except ValueError as e:
             raise _reraise(e) from e
 
@@ -216,6 +217,6 @@ def sort(
     if stream_source is None:
         raise InvalidInputError("cannot sort an empty iterable: its schema is unknown (pass a table or reader)")
     try:
-        return _native.sort(stream_source, *options)
+        return _native.sort(stream_source, options)
     except ValueError as e:
         raise _reraise(e) from e

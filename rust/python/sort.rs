@@ -7,8 +7,9 @@ use arrow_array::ffi_stream::RecordBatchStreamReader;
 use arrow_array::RecordBatchReader;
 use arrow_pyarrow::FromPyArrow;
 use arrow_schema::Schema;
-use pyo3::exceptions::PyRuntimeError;
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 
 use super::errors::{guard, to_py_err};
 use super::options::merge_function;
@@ -16,32 +17,24 @@ use super::stream::PyStream;
 use crate::error::MergeError;
 use crate::sort::{SortBuffer, SortOptions};
 
-/// Builds the Rust options from the arguments the Python wrapper normalised.
-#[allow(clippy::too_many_arguments)] // mirrors the Python signature one to one
-fn sort_options(
-    py: Python<'_>,
-    key: Vec<String>,
-    sequence: Vec<String>,
-    row_kind: Option<String>,
-    merge: Option<&Bound<'_, PyAny>>,
-    memory_limit: usize,
-    spill_dir: Option<PathBuf>,
-    spill_compression: &str,
-    max_fan_in: usize,
-    max_disk_size: Option<u64>,
-    batch_size: usize,
-) -> PyResult<SortOptions> {
+/// The options dict built by the Python wrapper (`merge_core._sort._native_options`).
+fn sort_options(py: Python<'_>, options: &Bound<'_, PyDict>) -> PyResult<SortOptions> {
+    let get = |name: &str| -> PyResult<Bound<'_, PyAny>> {
+        options.get_item(name)?.ok_or_else(|| PyValueError::new_err(format!("sort options lack '{name}'")))
+    };
+    let merge = get("merge")?;
+    let compression: String = get("spill_compression")?.extract()?;
     Ok(SortOptions {
-        key,
-        sequence,
-        row_kind,
-        merge: merge.map(merge_function).transpose()?,
-        memory_limit,
-        spill_dir,
-        compression: spill_compression.parse().map_err(|e| to_py_err(py, e))?,
-        max_fan_in,
-        max_disk_size,
-        batch_size,
+        key: get("key")?.extract()?,
+        sequence: get("sequence")?.extract()?,
+        row_kind: get("row_kind")?.extract()?,
+        merge: if merge.is_none() { None } else { Some(merge_function(&merge)?) },
+        memory_limit: get("memory_limit")?.extract()?,
+        spill_dir: get("spill_dir")?.extract::<Option<PathBuf>>()?,
+        compression: compression.parse().map_err(|e| to_py_err(py, e))?,
+        max_fan_in: get("max_fan_in")?.extract()?,
+        max_disk_size: get("max_disk_size")?.extract()?,
+        batch_size: get("batch_size")?.extract()?,
     })
 }
 
@@ -79,36 +72,9 @@ impl PySortBuffer {
 #[pymethods]
 impl PySortBuffer {
     #[new]
-    #[pyo3(signature = (schema, key, sequence, row_kind, merge, memory_limit, spill_dir, spill_compression, max_fan_in, max_disk_size, batch_size))]
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        py: Python<'_>,
-        schema: &Bound<'_, PyAny>,
-        key: Vec<String>,
-        sequence: Vec<String>,
-        row_kind: Option<String>,
-        merge: Option<Bound<'_, PyAny>>,
-        memory_limit: usize,
-        spill_dir: Option<PathBuf>,
-        spill_compression: &str,
-        max_fan_in: usize,
-        max_disk_size: Option<u64>,
-        batch_size: usize,
-    ) -> PyResult<Self> {
+    fn new(py: Python<'_>, schema: &Bound<'_, PyAny>, options: &Bound<'_, PyDict>) -> PyResult<Self> {
         let schema = Schema::from_pyarrow_bound(schema)?;
-        let options = sort_options(
-            py,
-            key,
-            sequence,
-            row_kind,
-            merge.as_ref(),
-            memory_limit,
-            spill_dir,
-            spill_compression,
-            max_fan_in,
-            max_disk_size,
-            batch_size,
-        )?;
+        let options = sort_options(py, options)?;
         let buffer = SortBuffer::new(std::sync::Arc::new(schema), options).map_err(|e| to_py_err(py, e))?;
         Ok(Self { inner: Mutex::new(Some(buffer)) })
     }
@@ -173,38 +139,14 @@ impl PySortBuffer {
 
 /// Sorts a C-stream source in one call.
 #[pyfunction]
-#[pyo3(signature = (source, key, sequence, row_kind, merge, memory_limit, spill_dir, spill_compression, max_fan_in, max_disk_size, batch_size))]
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn sort(
     py: Python<'_>,
     source: &Bound<'_, PyAny>,
-    key: Vec<String>,
-    sequence: Vec<String>,
-    row_kind: Option<String>,
-    merge: Option<Bound<'_, PyAny>>,
-    memory_limit: usize,
-    spill_dir: Option<PathBuf>,
-    spill_compression: &str,
-    max_fan_in: usize,
-    max_disk_size: Option<u64>,
-    batch_size: usize,
+    options: &Bound<'_, PyDict>,
 ) -> PyResult<PyStream> {
-    let options = sort_options(
-        py,
-        key,
-        sequence,
-        row_kind,
-        merge.as_ref(),
-        memory_limit,
-        spill_dir,
-        spill_compression,
-        max_fan_in,
-        max_disk_size,
-        batch_size,
-    )?;
+    let options = sort_options(py, options)?;
     let reader = RecordBatchStreamReader::from_pyarrow_bound(source)?;
-    let schema = reader.schema();
-    let mut buffer = SortBuffer::new(schema, options).map_err(|e| to_py_err(py, e))?;
+    let mut buffer = SortBuffer::new(reader.schema(), options).map_err(|e| to_py_err(py, e))?;
     write_all(py, &mut buffer, reader)?;
     Ok(PyStream::new(guard(py, || buffer.finish())?))
 }
