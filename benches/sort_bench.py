@@ -55,6 +55,13 @@ def written_bytes() -> int:
         return next(int(line.split()[1]) for line in f if line.startswith("wchar:"))
 
 
+def peak_rss() -> int:
+    """This process image's high-water mark (`ru_maxrss` survives exec, so it would
+    include the parent's peak)."""
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmHWM:"))
+
+
 def rss() -> int:
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * resource.getpagesize()
@@ -110,7 +117,7 @@ def run_tool(tool: str, path: str, key: list[str], limit: int, tmp: str) -> dict
     else:
         raise SystemExit(f"unknown tool {tool}")
     seconds = time.perf_counter() - start
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    peak = peak_rss()
     return {"rows": count, "seconds": seconds, "peak_rss_over_base": peak - base, "disk_written": written_bytes() - io0}
 
 

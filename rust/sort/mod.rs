@@ -7,7 +7,10 @@
 //!    stays within `memory_limit`. A batch that does not fit is sliced; only a single row
 //!    larger than the whole budget is refused.
 //! 2. A full buffer is sorted by (key, version) and folded key by key (see
-//!    [`sorted`]), then written as one spill file (see [`crate::spill`]).
+//!    [`sorted`]), then written as one spill file (see [`crate::spill`]) by a
+//!    background thread. Once a sort has spilled, buffers are half the budget, so one
+//!    fills while the other is written; at most one spill is in flight and its memory
+//!    still counts against the limit.
 //! 3. `finish` returns the sorted buffer directly if nothing was spilled. Otherwise it
 //!    spills the rest and merges the spilled runs with the loser tree. When there are
 //!    more runs than `max_fan_in`, intermediate passes merge contiguous runs (keeping
@@ -32,7 +35,7 @@ use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_row::{RowConverter, Rows, SortField};
 use arrow_schema::SchemaRef;
 
-use crate::error::{invalid, Result};
+use crate::error::{invalid, MergeError, Result};
 use crate::fold::value::ColumnView;
 use crate::fold::{Folder, MergeFunction};
 use crate::run::{Layout, Run};
@@ -103,8 +106,16 @@ pub struct SortBuffer {
     arrival: u64,
     spill: Option<Arc<SpillDir>>,
     runs: Vec<SpillFile>,
+    /// A spill being written by a background thread (at most one).
+    in_flight: Option<InFlight>,
     stats: Arc<SharedSortStats>,
     failed: bool,
+}
+
+/// A buffer being sorted and written to disk by another thread; its memory still counts.
+struct InFlight {
+    bytes: usize,
+    writer: std::thread::JoinHandle<Result<SpillFile>>,
 }
 
 impl SortBuffer {
@@ -134,6 +145,7 @@ impl SortBuffer {
             arrival: 0,
             spill: None,
             runs: Vec::new(),
+            in_flight: None,
             stats: Arc::new(SharedSortStats::default()),
             failed: false,
             options,
@@ -177,14 +189,18 @@ impl SortBuffer {
         let mut per_row = self.cost_per_row(batch)?;
         let mut offset = 0;
         while offset < rows {
-            let room = limit.saturating_sub(self.memory) / per_row;
+            let capacity = self.capacity();
+            let room = capacity.saturating_sub(self.memory) / per_row;
             let take = room.clamp(1, rows - offset);
             let piece = Piece::measure(self, batch.slice(offset, take))?;
-            if self.memory + piece.bytes <= limit {
+            let alone = self.buffered.keys.is_empty() && self.in_flight.is_none();
+            if self.memory + piece.bytes <= capacity || (alone && piece.bytes <= limit) {
                 self.buffer(piece)?;
                 offset += take;
             } else if !self.buffered.keys.is_empty() {
                 self.spill_buffer()?;
+            } else if self.in_flight.is_some() {
+                self.wait_for_spill()?;
             } else if take > 1 {
                 // The estimate was low for this slice: retry smaller ones.
                 per_row = per_row.max(piece.bytes.div_ceil(take)) + 1;
@@ -246,13 +262,25 @@ impl SortBuffer {
         let versions = BatchVersions::read(&sequence, row_kind, 0, self.arrival)?;
         let rows = batch.num_rows();
         self.memory += bytes;
+        let in_flight = self.in_flight.as_ref().map_or(0, |f| f.bytes);
         let views = layout.view_columns.iter().map(|&c| ColumnView::new(batch.column(c))).collect();
         self.buffered.store.push(StoredBatch { batch, versions, run: 0, first_row: self.arrival, views });
         self.buffered.keys.push(keys);
         self.arrival += rows as u64;
         self.stats.rows_in.store(self.arrival, std::sync::atomic::Ordering::Relaxed);
-        self.stats.set_memory(self.memory as u64);
+        self.stats.set_memory((self.memory + in_flight) as u64);
         Ok(())
+    }
+
+    /// Bytes the buffer being filled may hold. Once the data has proved larger than
+    /// memory, buffers are half the budget, so that one can fill while the other is
+    /// sorted and written by a background thread.
+    fn capacity(&self) -> usize {
+        let limit = self.options.memory_limit;
+        let in_flight = self.in_flight.as_ref().map_or(0, |f| f.bytes);
+        let spilled = in_flight > 0 || !self.runs.is_empty();
+        let cap = if spilled { limit / 2 } else { limit };
+        cap.min(limit - in_flight)
     }
 
     /// Takes the buffer out as sorted, folded batches of `rows` rows.
@@ -266,13 +294,28 @@ impl SortBuffer {
         Ok((schema.clone(), SortedBatches::new(buffered, &self.layout, folder, schema, rows)))
     }
 
+    /// Sorts and writes the buffer on a background thread (after the previous spill ends).
     fn spill_buffer(&mut self) -> Result<()> {
+        self.wait_for_spill()?;
         let rows = self.spill_batch_rows();
         let (schema, sorted) = self.take_sorted(self.spill_function.clone(), rows)?;
         let dir = self.spill_dir()?;
-        let file = dir.write(&schema, sorted)?;
+        let writer = std::thread::Builder::new()
+            .name("merge-core-spill".into())
+            .spawn(move || dir.write(&schema, sorted))?;
+        self.in_flight = Some(InFlight { bytes: self.memory, writer });
         self.memory = 0;
-        self.stats.set_memory(0);
+        Ok(())
+    }
+
+    /// Waits for the spill in flight, if any, and takes its file.
+    fn wait_for_spill(&mut self) -> Result<()> {
+        let Some(in_flight) = self.in_flight.take() else { return Ok(()) };
+        let file = in_flight
+            .writer
+            .join()
+            .unwrap_or_else(|_| Err(MergeError::Internal("the spill thread panicked".into())))?;
+        self.stats.set_memory(self.memory as u64);
         self.record_spill(&file);
         self.runs.push(file);
         Ok(())
@@ -305,6 +348,7 @@ impl SortBuffer {
     /// After an error: nothing more is accepted and every spill file is deleted now.
     fn fail(&mut self) {
         self.failed = true;
+        let _ = self.wait_for_spill();
         self.runs.clear();
         self.buffered = Buffered { store: BatchStore::default(), keys: Vec::new() };
         self.memory = 0;
@@ -327,7 +371,7 @@ impl SortBuffer {
 
     fn finish_inner(&mut self) -> Result<MergeStream> {
         let function = self.options.merge.clone().unwrap_or(MergeFunction::None);
-        if self.runs.is_empty() {
+        if self.runs.is_empty() && self.in_flight.is_none() {
             let (schema, sorted) = self.take_sorted(function, self.options.batch_size)?;
             let stats = Arc::new(SharedStats::default());
             let counted = CountRows { inner: sorted, stats: stats.clone() };
@@ -336,6 +380,7 @@ impl SortBuffer {
         if !self.buffered.keys.is_empty() {
             self.spill_buffer()?;
         }
+        self.wait_for_spill()?;
         self.memory = 0;
         self.stats.set_memory(0);
         while self.runs.len() > self.options.max_fan_in {
@@ -399,6 +444,13 @@ impl SortBuffer {
             algorithm: Algorithm::LoserTree,
             batch_size,
         }
+    }
+}
+
+impl Drop for SortBuffer {
+    fn drop(&mut self) {
+        // Let a spill in flight finish, so that its file is deleted with the buffer.
+        let _ = self.wait_for_spill();
     }
 }
 
