@@ -1,101 +1,287 @@
-"""The ``merge-core`` command line.
-
-merge-core demo [--runs K] [--rows N]   generate sorted runs, merge them with both
-                                        engines, check they agree, print figures
-"""
+"""The ``merge-core`` command line: merge, sort, upsert on Spark, contest data, demo."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 
-import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 import merge_core as mc
+import merge_core.spark  # noqa: F401  (mc.spark)
 
 EXAMPLES = """examples:
-  merge-core demo                      merge 16 generated runs of 250k rows
-  merge-core demo --runs 64 --rows 50000
+  merge-core demo                                   contest upsert on Spark: merge-core vs Spark SQL
+  merge-core gen data/ --rows 2000000 --increments 10
+  merge-core upsert data/*.parquet -o merged/ --key uuid --preset contest
+  merge-core merge run1.parquet run2.parquet -k id --merge deduplicate -o merged.parquet
+  merge-core sort big.parquet -k id --memory 256MiB -o sorted.parquet
 """
 
 
-def generate_runs(runs: int, rows: int, overlap: float, seed: int) -> list[pa.Table]:
-    """Sorted runs of unique int64 keys drawn from a key space shared by all runs
-    (``overlap`` near 1: most keys recur in several runs), with a few payload columns."""
-    rng = np.random.default_rng(seed)
-    key_space = max(rows, int(rows * runs * (1 - overlap)) + rows)
-    tables = []
-    for r in range(runs):
-        keys = np.unique(rng.integers(0, key_space, size=rows))
-        n = len(keys)
-        tables.append(
-            pa.table(
-                {
-                    "key": keys,
-                    "run": np.full(n, r, dtype=np.int32),
-                    "price": rng.random(n),
-                    "qty": rng.integers(0, 1000, size=n),
-                    "note": pa.array([f"r{r}"] * n),
-                }
-            )
-        )
-    return tables
+class UserError(Exception):
+    """A mistake in the command line or its inputs: one clear message, exit status 2."""
 
 
-def demo(args: argparse.Namespace) -> int:
-    print(f"generating {args.runs} sorted runs of {args.rows:,} rows (seed {args.seed}) ...")
-    runs = generate_runs(args.runs, args.rows, args.overlap, args.seed)
-    rows_in = sum(t.num_rows for t in runs)
-    results = {}
-    print(f"\n{'engine':<12}{'rows in':>12}{'rows out':>12}{'seconds':>10}{'M rows/s':>10}{'cmp/row':>9}")
-    for algorithm in ("loser-tree", "heap"):
-        start = time.perf_counter()
-        stream = mc.merge(runs, key="key", algorithm=algorithm)
-        table = stream.read_all()
-        seconds = time.perf_counter() - start
-        stats = stream.stats
-        results[algorithm] = table
+class Progress:
+    """A one-line progress report on stderr (redrawn on a terminal, sparse otherwise)."""
+
+    def __init__(self, what: str, total: int | None = None) -> None:
+        self.what, self.total, self.done = what, total, 0
+        self.start = self.last = time.perf_counter()
+        self.tty = sys.stderr.isatty()
+
+    def advance(self, n: int) -> None:
+        self.done += n
+        now = time.perf_counter()
+        if now - self.last >= (0.2 if self.tty else 5.0):
+            self.last = now
+            self._draw(end="\r" if self.tty else "\n")
+
+    def finish(self) -> None:
+        self._draw(end="\n")
+
+    def _draw(self, end: str) -> None:
+        rate = self.done / max(time.perf_counter() - self.start, 1e-9)
+        share = f" {100 * self.done / self.total:5.1f}%" if self.total else ""
+        print(f"{self.what}: {self.done:,} rows{share} ({rate / 1e6:.2f} M rows/s)", end=end, file=sys.stderr)
+
+
+def _parquet_batches(path: str, progress: Progress) -> Iterator[pa.RecordBatch]:
+    for batch in _open_parquet(path).iter_batches(batch_size=65536):
+        progress.advance(batch.num_rows)
+        yield batch
+
+
+def _open_parquet(path: str) -> pq.ParquetFile:
+    if not os.path.exists(path):
+        raise UserError(f"no such file: {path}")
+    try:
+        return pq.ParquetFile(path)
+    except (pa.ArrowInvalid, OSError) as e:
+        raise UserError(f"{path} is not a readable Parquet file ({e})") from e
+
+
+def _write_stream(stream: mc.Stream, out: str) -> int:
+    rows = 0
+    with pq.ParquetWriter(out, stream.schema) as writer:
+        for batch in stream:
+            writer.write_batch(batch)
+            rows += batch.num_rows
+    return rows
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    files = [_open_parquet(p) for p in args.runs]
+    total = sum(f.metadata.num_rows for f in files)
+    progress = Progress("merging", total)
+    runs = [_parquet_batches(p, progress) for p in args.runs]
+    stream = mc.merge(runs, key=args.key, merge=args.merge, algorithm=args.algorithm)
+    start = time.perf_counter()
+    rows = _write_stream(stream, args.output)
+    progress.finish()
+    _summary("merge", start, stream.stats, rows, args.output)
+    return 0
+
+
+def cmd_sort(args: argparse.Namespace) -> int:
+    total = _open_parquet(args.input).metadata.num_rows
+    progress = Progress("sorting", total)
+    start = time.perf_counter()
+    stream = mc.sort(
+        _parquet_batches(args.input, progress),
+        key=args.key,
+        memory_limit=args.memory,
+        merge=args.merge,
+        spill_dir=args.spill_dir,
+    )
+    progress.finish()
+    rows = _write_stream(stream, args.output)
+    _summary("sort", start, stream.stats, rows, args.output)
+    return 0
+
+
+def _summary(what: str, start: float, stats: dict, rows: int, out: str) -> None:
+    seconds = time.perf_counter() - start
+    print(
+        f"{what}: {stats['rows_in']:,} rows in, {rows:,} rows out in {seconds:.2f}s "
+        f"({stats['rows_in'] / max(seconds, 1e-9) / 1e6:.2f} M rows/s) -> {out}"
+    )
+    if "spilled_runs" in stats:
         print(
-            f"{algorithm:<12}{rows_in:>12,}{stats['rows_out']:>12,}{seconds:>10.3f}"
-            f"{rows_in / seconds / 1e6:>10.1f}{stats['key_comparisons'] / max(rows_in, 1):>9.2f}"
+            f"  spilled {stats['spilled_runs']} runs, {stats['spilled_bytes'] / 2**20:.1f} MiB, "
+            f"{stats['merge_passes']} merge passes, peak memory {stats['peak_memory_bytes'] / 2**20:.1f} MiB"
         )
-    same = results["loser-tree"].equals(results["heap"])
-    print(f"\nboth engines agree: {'yes' if same else 'NO'}")
-    print("\nfirst rows of the merged output (newest version of each key):")
-    print(format_table(results["loser-tree"].slice(0, 5)))
-    return 0 if same else 1
 
 
-def format_table(table: pa.Table) -> str:
-    """A small table as aligned text (for a handful of rows only)."""
-    cells = [[str(v) for v in table.column_names]]
-    cells += [[f"{v:.4f}" if isinstance(v, float) else str(v) for v in row.values()] for row in table.to_pylist()]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(cells[0]))]
-    return "\n".join("  ".join(c.rjust(w) for c, w in zip(row, widths, strict=False)) for row in cells)
+def cmd_gen(args: argparse.Namespace) -> int:
+    from . import contest
+
+    start = time.perf_counter()
+    paths = contest.generate(args.output, args.rows, args.increments, args.seed)
+    rows = sum(pq.ParquetFile(p).metadata.num_rows for p in paths)
+    print(f"wrote {len(paths)} files, {rows:,} rows, to {args.output} in {time.perf_counter() - start:.1f}s")
+    return 0
+
+
+def _spark(master: str):
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError as e:
+        raise UserError("this command needs pyspark: pip install 'merge-core[spark]'") from e
+    spark = (
+        SparkSession.builder.master(master)
+        .appName("merge-core")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        # Larger Arrow batches between the JVM and Python workers: fewer round trips.
+        .config("spark.sql.execution.arrow.maxRecordsPerBatch", "65536")
+        .config("spark.sql.shuffle.partitions", str(os.cpu_count() or 2))
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def _upsert_options(args: argparse.Namespace) -> dict:
+    if args.preset == "contest":
+        return dict(mc.spark.CONTEST)
+    merge: mc.MergeSpec = args.merge
+    if args.sum or args.newest_non_null:
+        fields = {c: "sum" for c in args.sum}
+        merge = mc.Aggregate(fields=fields, default="last_non_null_value")
+    return {"merge": merge, "null_strings": args.null_string}
+
+
+def cmd_upsert(args: argparse.Namespace) -> int:
+    for path in args.inputs:
+        _open_parquet(path)
+    spark = _spark(args.master)
+    versions = [spark.read.parquet(p) for p in args.inputs]
+    start = time.perf_counter()
+    merged = mc.spark.upsert(versions, key=args.key, memory_limit=args.memory, **_upsert_options(args))
+    merged.write.mode("overwrite").parquet(args.output)
+    seconds = time.perf_counter() - start
+    rows = spark.read.parquet(args.output).count()
+    print(f"upsert: {len(versions)} versions -> {rows:,} rows in {seconds:.1f}s -> {args.output}")
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from . import contest
+
+    rows = args.rows
+    with tempfile.TemporaryDirectory(prefix="merge-core-demo-") as tmp:
+        print(f"generating contest data: {rows:,} base rows + {args.increments} increments of {rows // 5:,} ...")
+        paths = contest.generate(os.path.join(tmp, "data"), rows, args.increments, args.seed)
+        spark = _spark(args.master)
+        versions = [spark.read.parquet(p) for p in paths]
+        timings = {}
+        outputs = {}
+        runs = [
+            ("merge-core", lambda: mc.spark.upsert(versions, key="uuid", **mc.spark.CONTEST)),
+            ("spark-sql", lambda: mc.spark.contest_upsert_spark_sql(versions)),
+        ]
+        for _ in range(args.repeat):
+            for name, build in runs:
+                out = os.path.join(tmp, name)
+                start = time.perf_counter()
+                build().write.mode("overwrite").parquet(out)
+                timings.setdefault(name, []).append(time.perf_counter() - start)
+                outputs[name] = out
+        mine = spark.read.parquet(outputs["merge-core"])
+        theirs = spark.read.parquet(outputs["spark-sql"])
+        rows_out = mine.count()
+        same = rows_out == theirs.count() and mine.exceptAll(theirs).isEmpty() and theirs.exceptAll(mine).isEmpty()
+        total_in = sum(pq.ParquetFile(p).metadata.num_rows for p in paths)
+        print(
+            f"\ncontest upsert of {len(paths)} files, {total_in:,} rows -> {rows_out:,} keys "
+            f"(Spark {spark.version}, {args.master}):\n"
+        )
+        print(f"{'pipeline':<12}{'best s':>9}{'M rows/s':>10}{'vs merge-core':>15}")
+        best = {name: min(t) for name, t in timings.items()}
+        for name, seconds in best.items():
+            print(f"{name:<12}{seconds:>9.2f}{total_in / seconds / 1e6:>10.2f}{seconds / best['merge-core']:>14.2f}x")
+        print(f"\nresults equal: {'yes' if same else 'NO'}")
+        spark.stop()
+        return 0 if same else 1
 
 
 def build_parser() -> argparse.ArgumentParser:
+    def sub(name: str, help: str) -> argparse.ArgumentParser:
+        return commands.add_parser(
+            name, help=help, description=help, epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter
+        )
+
     parser = argparse.ArgumentParser(
         prog="merge-core",
-        description="Merge sorted Arrow runs the way LSM data lakes do.",
+        description="Merge and sort sorted Arrow runs the way LSM data lakes do.",
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"merge-core {mc.__version__}")
-    commands = parser.add_subparsers(dest="command", required=True)
-    p = commands.add_parser(
-        "demo",
-        help="merge generated runs with both engines and compare",
-        epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub("merge", "merge sorted Parquet runs (oldest first) into one Parquet file")
+    p.add_argument("runs", nargs="+", metavar="RUN")
+    p.add_argument("-k", "--key", required=True, action="append", help="key column (repeat for several)")
+    p.add_argument(
+        "--merge", default="deduplicate", help="deduplicate (default), first-row, partial-update, aggregate or none"
     )
-    p.add_argument("--runs", type=int, default=16, help="number of sorted runs (default 16)")
-    p.add_argument("--rows", type=int, default=250_000, help="rows per run (default 250000)")
-    p.add_argument("--overlap", type=float, default=0.5, help="share of keys that recur across runs, 0..1")
-    p.add_argument("--seed", type=int, default=42)
-    p.set_defaults(run=demo)
+    p.add_argument("--algorithm", default="loser-tree", choices=["loser-tree", "heap"])
+    p.add_argument("-o", "--output", required=True)
+    p.set_defaults(run=cmd_merge)
+
+    p = sub("sort", "sort a Parquet file within a memory limit, spilling to disk")
+    p.add_argument("input")
+    p.add_argument("-k", "--key", required=True, action="append", help="key column (repeat for several)")
+    p.add_argument("--memory", default="256MiB", help="memory limit (default 256MiB)")
+    p.add_argument("--merge", default=None, help="fold equal keys with this merge function")
+    p.add_argument("--spill-dir", default=None)
+    p.add_argument("-o", "--output", required=True)
+    p.set_defaults(run=cmd_sort)
+
+    p = sub("gen", "write contest-shaped data: a base file and increments")
+    p.add_argument("output", help="directory to write 0.parquet, 1.parquet, ... into")
+    p.add_argument("--rows", type=int, default=200_000, help="rows of the base file (increments: rows/5)")
+    p.add_argument("--increments", type=int, default=10)
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(run=cmd_gen)
+
+    p = sub("upsert", "upsert versioned Parquet files (oldest first) on Spark with merge-core")
+    p.add_argument("inputs", nargs="+", metavar="IN")
+    p.add_argument("-o", "--output", required=True, help="output directory (Parquet)")
+    p.add_argument("-k", "--key", required=True, action="append")
+    p.add_argument("--preset", choices=["contest"], help="the contest's column rules")
+    p.add_argument("--merge", default="deduplicate", help="merge function when no preset or column rule is given")
+    p.add_argument(
+        "--sum", action="append", default=[], metavar="COL", help="sum this column (others: newest non-null)"
+    )
+    p.add_argument("--newest-non-null", action="store_true", help="all columns but --sum ones take the newest non-null")
+    p.add_argument(
+        "--null-string",
+        action="append",
+        default=[],
+        metavar="COL",
+        help="in versions after the first, the string 'null' in COL means null",
+    )
+    p.add_argument("--memory", default="256MiB", help="sort memory per Spark task")
+    p.add_argument("--master", default="local[*]")
+    p.set_defaults(run=cmd_upsert)
+
+    p = sub("demo", "generate contest data, upsert it with merge-core and with Spark SQL, compare")
+    p.add_argument("--rows", type=int, default=200_000, help="base rows (default 200000)")
+    p.add_argument("--increments", type=int, default=10)
+    p.add_argument("--repeat", type=int, default=2, help="runs of each pipeline; the best time is shown")
+    p.add_argument("--master", default="local[2]")
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(run=cmd_demo)
     return parser
 
 
@@ -103,9 +289,12 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.run(args)
-    except mc.MergeCoreError as e:
+    except (UserError, mc.InvalidInputError) as e:
         print(f"merge-core: error: {e}", file=sys.stderr)
         return 2
+    except mc.MergeCoreError as e:
+        print(f"merge-core: failed: {e}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("merge-core: interrupted", file=sys.stderr)
         return 130
