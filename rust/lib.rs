@@ -11,6 +11,7 @@
 //! - [`fold`]: merge functions folding a key group;
 //! - [`builder`]: output batches gathered with `interleave`;
 //! - [`stream`]: the public [`merge`] tying them together;
+//! - [`sort`] and `spill`: the spillable external sort ([`SortBuffer`]) and its files;
 //! - `python` (feature `python`): the `merge_core._native` extension module.
 //!
 //! ```

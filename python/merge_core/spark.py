@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from ._inputs import column_names
-from ._options import Aggregate, MergeSpec
+from ._options import Aggregate, Deduplicate, FirstRow, MergeSpec
 from ._sort import SortBuffer, sort
 from .errors import InvalidInputError
 
@@ -132,7 +132,7 @@ def _output_schema(schema, keys: list[str], merge: MergeSpec):
     """The input's Spark schema; folds that can produce nulls make value columns nullable."""
     from pyspark.sql.types import StructField, StructType
 
-    if merge in ("deduplicate", "first-row", "none") or type(merge).__name__ in ("Deduplicate", "FirstRow"):
+    if merge in ("deduplicate", "first-row", "none") or isinstance(merge, (Deduplicate, FirstRow)):
         return schema
     return StructType([f if f.name in keys else StructField(f.name, f.dataType, True) for f in schema.fields])
 
