@@ -336,3 +336,80 @@ impl RecordBatchReader for SpillReader {
         self.file.schema.clone()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow_array::{Int64Array, RecordBatch};
+    use arrow_schema::{DataType, Field, Schema};
+
+    use super::*;
+
+    fn batches(n: usize) -> (SchemaRef, Vec<RecordBatch>) {
+        let schema = Arc::new(Schema::new(vec![Field::new("k", DataType::Int64, false)]));
+        let batches = (0..n)
+            .map(|b| {
+                let values = Int64Array::from_iter_values((0..1000).map(|i| (b * 1000 + i) as i64));
+                RecordBatch::try_new(schema.clone(), vec![Arc::new(values)]).unwrap()
+            })
+            .collect();
+        (schema, batches)
+    }
+
+    fn written(compression: Compression) -> (Arc<SpillDir>, SpillFile) {
+        let dir = Arc::new(SpillDir::create(None, compression, None).unwrap());
+        let (schema, batches) = batches(3);
+        let file = dir.write(&schema, batches.into_iter().map(Ok)).unwrap();
+        (dir, file)
+    }
+
+    fn read_all(file: SpillFile) -> Result<usize, ArrowError> {
+        file.into_reader().unwrap().map(|b| b.map(|b| b.num_rows())).sum()
+    }
+
+    #[test]
+    fn a_file_reads_back_whole_and_is_deleted_after() {
+        for compression in [Compression::None, Compression::Lz4, Compression::Zstd] {
+            let (dir, file) = written(compression);
+            let path = file.path.clone();
+            assert_eq!(read_all(file).unwrap(), 3000);
+            assert!(!path.exists());
+            let dir_path = dir.path().to_path_buf();
+            drop(dir);
+            assert!(!dir_path.exists(), "the directory goes with its last user");
+        }
+    }
+
+    #[test]
+    fn a_file_cut_at_a_batch_boundary_is_an_error_not_fewer_rows() {
+        let (_dir, file) = written(Compression::None);
+        // Keep the schema and the first batch only: a valid-looking IPC stream.
+        let bytes = fs::read(&file.path).unwrap();
+        let mut reader = StreamReader::try_new(std::io::Cursor::new(bytes.clone()), None).unwrap();
+        reader.next().unwrap().unwrap();
+        let first_batch_end = reader.get_ref().position() as usize;
+        fs::write(&file.path, &bytes[..first_batch_end]).unwrap();
+        let error = read_all(file).unwrap_err().to_string();
+        assert!(error.contains("corrupt") && error.contains("1000 rows"), "{error}");
+    }
+
+    #[test]
+    fn a_flipped_byte_is_an_error() {
+        let (_dir, file) = written(Compression::None);
+        let mut bytes = fs::read(&file.path).unwrap();
+        let last = bytes.len() - 20; // inside the last batch's values
+        bytes[last] ^= 0x40;
+        fs::write(&file.path, &bytes).unwrap();
+        assert!(read_all(file).unwrap_err().to_string().contains("corrupt"));
+    }
+
+    #[test]
+    fn the_disk_cap_is_enforced() {
+        let dir = Arc::new(SpillDir::create(None, Compression::None, Some(10_000)).unwrap());
+        let (schema, batches) = batches(3);
+        let error = dir.write(&schema, batches.into_iter().map(Ok)).err().unwrap();
+        assert!(matches!(error, MergeError::DiskFull(_)), "{error}");
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1, "only the pid marker is left");
+    }
+}
