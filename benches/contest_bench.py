@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import tempfile
 import time
 
@@ -25,23 +24,13 @@ def main() -> None:
     parser.add_argument("--out")
     args = parser.parse_args()
 
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     import merge_core.spark as mcs
     from merge_core import contest
-    from pyspark.sql import SparkSession
 
-    settings = {
-        "spark.ui.enabled": "false",
-        "spark.sql.execution.arrow.pyspark.enabled": "true",
-        "spark.sql.execution.arrow.maxRecordsPerBatch": "65536",
-        "spark.sql.shuffle.partitions": "2",
-        "spark.driver.memory": "4g",
-    }
-    builder = SparkSession.builder.master(args.master)
-    for k, v in settings.items():
-        builder = builder.config(k, v)
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
+    settings = {"spark.sql.shuffle.partitions": "2", "spark.driver.memory": "4g"}
+    spark = mcs.local_session(args.master, "merge-core-bench", **settings)
+    # What local_session sets besides, for the report.
+    settings = {"spark.sql.execution.arrow.maxRecordsPerBatch": "65536", "spark.driver.host": "127.0.0.1", **settings}
     with tempfile.TemporaryDirectory() as tmp:
         paths = contest.generate(os.path.join(tmp, "data"), args.rows, args.increments, seed=7)
         rows_in = sum(pq.ParquetFile(p).metadata.num_rows for p in paths)

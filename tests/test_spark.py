@@ -3,9 +3,6 @@ files, Spark SQL's plan, empty partitions, column order, bad input, sort within 
 
 from __future__ import annotations
 
-import os
-import sys
-
 import merge_core as mc
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -18,18 +15,7 @@ from merge_core import contest  # noqa: E402
 
 @pytest.fixture(scope="session")
 def spark():
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    from pyspark.sql import SparkSession
-
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("merge-core-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
+    session = mcs.local_session("local[2]", "merge-core-tests", **{"spark.sql.shuffle.partitions": "2"})
     yield session
     session.stop()
 

@@ -130,23 +130,11 @@ def cmd_gen(args: argparse.Namespace) -> int:
 
 
 def _spark(master: str):
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     try:
-        from pyspark.sql import SparkSession
+        import pyspark  # noqa: F401
     except ImportError as e:
         raise UserError("this command needs pyspark: pip install 'merge-core[spark]'") from e
-    spark = (
-        SparkSession.builder.master(master)
-        .appName("merge-core")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-        # Larger Arrow batches between the JVM and Python workers: fewer round trips.
-        .config("spark.sql.execution.arrow.maxRecordsPerBatch", "65536")
-        .config("spark.sql.shuffle.partitions", str(os.cpu_count() or 2))
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
+    return mc.spark.local_session(master)
 
 
 def _upsert_options(args: argparse.Namespace) -> dict:

@@ -40,6 +40,34 @@ CONTEST: dict[str, Any] = {
 }
 
 
+def local_session(master: str = "local[2]", app_name: str = "merge-core", **settings: str):
+    """A Spark session for local work: bound to loopback only, no UI or console progress,
+    Arrow enabled with large batches, executors running this Python."""
+    import os
+    import sys
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from pyspark.sql import SparkSession
+
+    config = {
+        "spark.driver.host": "127.0.0.1",
+        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        "spark.sql.execution.arrow.maxRecordsPerBatch": "65536",
+        "spark.sql.shuffle.partitions": str(os.cpu_count() or 2),
+        **settings,
+    }
+    builder = SparkSession.builder.master(master).appName(app_name)
+    for key, value in config.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
 def upsert(
     versions: Sequence[DataFrame],
     key: str | Iterable[str],
