@@ -175,6 +175,20 @@ impl<E: KeyEncoder> Runs<E> {
         a.keys.compare(a.pos, &b.keys, b.pos)
     }
 
+    /// Like [`Self::compare_keys`], but a used-up run sorts after every live one (and two
+    /// used-up runs compare as `Less`: they need no order). Only real comparisons count.
+    #[inline]
+    pub(crate) fn compare_live(&mut self, a: usize, b: usize) -> Ordering {
+        match (&self.cursors[a].current, &self.cursors[b].current) {
+            (Some(x), Some(y)) => {
+                self.counters.key_comparisons += 1;
+                x.keys.compare(x.pos, &y.keys, y.pos)
+            }
+            (_, None) => Ordering::Less,
+            (None, Some(_)) => Ordering::Greater,
+        }
+    }
+
     /// Compares the versions of the current rows of two live runs (same key).
     #[inline]
     pub(crate) fn compare_versions(&self, a: usize, b: usize) -> Ordering {

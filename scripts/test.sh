@@ -9,4 +9,4 @@ cargo clippy --all-targets --features python -- -D warnings
 .venv/bin/ruff check python tests benches
 .venv/bin/ruff format --check python tests benches
 cargo test
-.venv/bin/python -m pytest tests python/merge_core README.md --doctest-modules --doctest-glob=README.md "$@"
+.venv/bin/python -m pytest tests python/merge_core --doctest-modules "$@"

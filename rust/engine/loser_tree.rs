@@ -161,13 +161,7 @@ impl LoserTree {
     ) -> Result<()> {
         match self.leaves[parent].state {
             State::LoserNewKey => {
-                // A used-up run sorts after everything; two used-up runs need no order.
-                let order = match (runs.is_done(child), runs.is_done(parent)) {
-                    (true, true) | (false, true) => Ordering::Less,
-                    (true, false) => Ordering::Greater,
-                    (false, false) => runs.compare_keys(child, parent),
-                };
-                match order {
+                match runs.compare_live(child, parent) {
                     Ordering::Less => {}
                     Ordering::Greater => {
                         self.set_roles(parent, State::WinnerNewKey, child, State::LoserNewKey)
