@@ -370,13 +370,9 @@ impl<E: KeyEncoder, M: MergeEngine<E>> Merger<E, M> {
 
     /// Drops the stored batches that neither a cursor nor a pending row needs.
     fn release_batches(&mut self) {
-        let mut live = vec![false; self.runs.store.len()];
-        self.runs.mark_live(&mut live);
-        self.runs.store.mark_live(&mut live);
-        self.builder.mark_live(&mut live);
-        let remap = self.runs.store.retain(&live);
-        self.runs.remap(&remap);
-        self.builder.remap(&remap);
+        let builder = &mut self.builder;
+        let remap = self.runs.release_unused(|live| builder.mark_live(live));
+        builder.remap(&remap);
     }
 
     fn publish_stats(&self, rows_out: usize) {
@@ -449,10 +445,7 @@ impl KeyVisitor for OrderOnly {
                 groups += 1;
                 // Keep memory flat: drop batches once no cursor stands in them.
                 if runs.store.len() > 4 * runs.len() + 16 {
-                    let mut live = vec![false; runs.store.len()];
-                    runs.mark_live(&mut live);
-                    let remap = runs.store.retain(&live);
-                    runs.remap(&remap);
+                    runs.release_unused(|_| {});
                 }
             }
             let c = runs.counters;

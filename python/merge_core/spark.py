@@ -88,7 +88,6 @@ def upsert(
 
     >>> merged = upsert([base, increment], key="uuid", **CONTEST)  # doctest: +SKIP
     """
-    from pyspark.sql import functions as F
 
     if not versions:
         raise InvalidInputError("upsert needs at least one version")
@@ -99,16 +98,10 @@ def upsert(
             raise InvalidInputError(f"unknown column '{name}' (version 0 has columns: {', '.join(columns)})")
     if VERSION_COLUMN in columns:
         raise InvalidInputError(f"column name '{VERSION_COLUMN}' is reserved")
-    tagged = []
     for i, df in enumerate(versions):
         if sorted(df.columns) != sorted(columns):
             raise InvalidInputError(f"version {i} has columns {sorted(df.columns)}, version 0 has {sorted(columns)}")
-        df = df.select(*columns)
-        if i > 0:
-            for name in null_strings:
-                df = df.withColumn(name, F.when(F.col(name) == "null", F.lit(None)).otherwise(F.col(name)))
-        tagged.append(df.withColumn(VERSION_COLUMN, F.lit(i).cast("int")))
-    union = reduce(lambda a, b: a.unionByName(b), tagged)
+    union = _tagged_union(versions, columns, null_strings)
     partitions = num_partitions or union.sparkSession.sparkContext.defaultParallelism
     shuffled = union.repartition(partitions, *keys)
     output = _output_schema(versions[0].select(*columns).schema, keys, merge)
@@ -151,6 +144,21 @@ def sort_within_partitions(df: DataFrame, key: str | Iterable[str], memory_limit
     return df.mapInArrow(sort_task, df.schema)
 
 
+def _tagged_union(versions: Sequence[DataFrame], columns: list[str], null_strings: Iterable[str]) -> DataFrame:
+    """All versions' rows, columns in one order, tagged with their version index; in
+    versions after the first, the string 'null' in ``null_strings`` columns becomes null."""
+    from pyspark.sql import functions as F
+
+    tagged = []
+    for i, df in enumerate(versions):
+        df = df.select(*columns)
+        if i > 0:
+            for name in null_strings:
+                df = df.withColumn(name, F.when(F.col(name) == "null", F.lit(None)).otherwise(F.col(name)))
+        tagged.append(df.withColumn(VERSION_COLUMN, F.lit(i).cast("int")))
+    return reduce(lambda a, b: a.unionByName(b), tagged)
+
+
 def _chain(first: pa.RecordBatch, rest: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     yield first
     yield from rest
@@ -171,14 +179,7 @@ def contest_upsert_spark_sql(versions: Sequence[DataFrame], key: str = "uuid") -
     from pyspark.sql import functions as F
 
     columns = list(versions[0].columns)
-    tagged = []
-    for i, df in enumerate(versions):
-        df = df.select(*columns)
-        if i > 0:
-            for name in CONTEST["null_strings"]:
-                df = df.withColumn(name, F.when(F.col(name) == "null", F.lit(None)).otherwise(F.col(name)))
-        tagged.append(df.withColumn(VERSION_COLUMN, F.lit(i).cast("int")))
-    union = reduce(lambda a, b: a.unionByName(b), tagged)
+    union = _tagged_union(versions, columns, CONTEST["null_strings"])
     version = F.col(VERSION_COLUMN)
     aggregates = [
         F.sum(c).alias(c) if c == "requests" else F.max_by(c, F.when(F.col(c).isNotNull(), version)).alias(c)

@@ -186,13 +186,18 @@ impl SortBuffer {
             return Ok(());
         }
         let limit = self.options.memory_limit;
-        let mut per_row = self.cost_per_row(batch)?;
+        // Measured once: buffered as it is when it fits, else the estimate for its slices.
+        let mut whole = Some(Piece::measure(self, batch.clone())?);
+        let mut per_row = whole.as_ref().map_or(1, |w| w.bytes.div_ceil(rows));
         let mut offset = 0;
         while offset < rows {
             let capacity = self.capacity();
             let room = capacity.saturating_sub(self.memory) / per_row;
             let take = room.clamp(1, rows - offset);
-            let piece = Piece::measure(self, batch.slice(offset, take))?;
+            let piece = match whole.take() {
+                Some(piece) if take == rows => piece,
+                _ => Piece::measure(self, batch.slice(offset, take))?,
+            };
             let alone = self.buffered.keys.is_empty() && self.in_flight.is_none();
             if self.memory + piece.bytes <= capacity || (alone && piece.bytes <= limit) {
                 self.buffer(piece)?;
@@ -237,16 +242,6 @@ impl SortBuffer {
             }
         }
         Ok(())
-    }
-
-    /// Accounted bytes of one row of `batch` once buffered (its share of the batch's
-    /// buffers, its key in row format, version columns and sort scratch).
-    fn cost_per_row(&self, batch: &RecordBatch) -> Result<usize> {
-        let rows = batch.num_rows();
-        let keys = self.converter.convert_columns(&self.key_columns(batch))?;
-        let versions = 8 * self.layout.sequence.len() + usize::from(self.layout.row_kind.is_some());
-        let data = data_bytes(batch);
-        Ok((data + keys.size()).div_ceil(rows) + versions + SCRATCH_PER_ROW)
     }
 
     fn key_columns(&self, batch: &RecordBatch) -> Vec<ArrayRef> {
