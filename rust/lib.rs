@@ -11,6 +11,8 @@
 //! - [`fold`]: merge functions folding a key group;
 //! - [`builder`]: output batches gathered with `interleave`;
 //! - [`stream`]: the public [`merge`] tying them together;
+//! - [`groups`]: independent merges (a table's buckets) read as one stream;
+//! - [`bucket`]: the stable key hash that sends a key to its bucket;
 //! - [`sort`] and `spill`: the spillable external sort ([`SortBuffer`]) and its files;
 //! - `python` (feature `python`): the `merge_core._native` extension module.
 //!
@@ -37,10 +39,12 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod bucket;
 mod builder;
 pub mod engine;
 mod error;
 pub mod fold;
+pub mod groups;
 pub(crate) mod keys;
 pub mod run;
 pub mod sort;

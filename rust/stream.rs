@@ -150,6 +150,15 @@ impl MergeStream {
         Self { schema, batches, stats, sort: Some(sort) }
     }
 
+    /// A stream over `batches` whose figures are published into `stats`.
+    pub(crate) fn from_parts(
+        schema: SchemaRef,
+        batches: Box<dyn Iterator<Item = Result<RecordBatch>> + Send>,
+        stats: Arc<SharedStats>,
+    ) -> Self {
+        Self { schema, batches, stats, sort: None }
+    }
+
     /// Attaches sort stats to a merge stream (the final merge of a sort).
     pub(crate) fn with_sort_stats(mut self, sort: Arc<SharedSortStats>) -> Self {
         self.sort = Some(sort);
@@ -218,11 +227,20 @@ pub fn merge(runs: Vec<Run>, options: MergeOptions) -> Result<MergeStream> {
 /// [`merge`], where `strict: false` lets a run hold a key several times even when
 /// folding (the sort's spilled runs, which are sorted but not always folded).
 pub(crate) fn merge_runs(runs: Vec<Run>, options: MergeOptions, strict: bool) -> Result<MergeStream> {
+    merge_runs_into(runs, options, strict, Arc::new(SharedStats::default()))
+}
+
+/// [`merge_runs`], adding its figures to `stats` (shared by merges read as one stream).
+pub(crate) fn merge_runs_into(
+    runs: Vec<Run>,
+    options: MergeOptions,
+    strict: bool,
+    stats: Arc<SharedStats>,
+) -> Result<MergeStream> {
     if options.batch_size == 0 {
         return Err(invalid!("batch_size must be at least 1"));
     }
-    let stats = Arc::new(SharedStats::default());
-    stats.runs.store(runs.len() as u64, Relaxed);
+    stats.runs.fetch_add(runs.len() as u64, Relaxed);
     let Some(schema) = common_schema(&runs)? else {
         let empty = Arc::new(Schema::empty());
         return Ok(MergeStream { schema: empty, batches: Box::new(std::iter::empty()), stats, sort: None });
@@ -334,6 +352,7 @@ impl BuildMerge {
             exhausted: false,
             failed: false,
             stats: self.stats,
+            published: Default::default(),
         })
     }
 }
@@ -349,6 +368,8 @@ struct Merger<E: KeyEncoder, M> {
     exhausted: bool,
     failed: bool,
     stats: Arc<SharedStats>,
+    /// Rows read and comparisons made already added to `stats`.
+    published: (u64, u64),
 }
 
 impl<E: KeyEncoder, M: MergeEngine<E>> Merger<E, M> {
@@ -375,10 +396,12 @@ impl<E: KeyEncoder, M: MergeEngine<E>> Merger<E, M> {
         builder.remap(&remap);
     }
 
-    fn publish_stats(&self, rows_out: usize) {
+    fn publish_stats(&mut self, rows_out: usize) {
         let counters = self.runs.counters;
-        self.stats.rows_in.store(counters.rows_in, Relaxed);
-        self.stats.key_comparisons.store(counters.key_comparisons, Relaxed);
+        let (rows_in, comparisons) =
+            std::mem::replace(&mut self.published, (counters.rows_in, counters.key_comparisons));
+        self.stats.rows_in.fetch_add(counters.rows_in - rows_in, Relaxed);
+        self.stats.key_comparisons.fetch_add(counters.key_comparisons - comparisons, Relaxed);
         self.stats.rows_out.fetch_add(rows_out as u64, Relaxed);
     }
 }

@@ -61,6 +61,23 @@ impl MergeFunction {
         !matches!(self, Self::None)
     }
 
+    /// The function for a run that is not the final result, because older runs lie
+    /// below it (a spilled run, a table's new run, a partial compaction). Folding such a
+    /// run early is sound only where folding is associative over contiguous versions:
+    /// deduplicate (keeping a newest retract as `-D` so that it still deletes older
+    /// rows), first-row, and partial-update or aggregate over `plain_rows` (rows with
+    /// neither row kinds nor sequence numbers). Otherwise the run is left unfolded.
+    pub fn for_partial_run(&self, plain_rows: bool) -> MergeFunction {
+        match self {
+            Self::Deduplicate { ignore_delete, .. } => {
+                Self::Deduplicate { ignore_delete: *ignore_delete, drop_deletes: false }
+            }
+            Self::FirstRow { .. } | Self::None => self.clone(),
+            Self::PartialUpdate { .. } | Self::Aggregate { .. } if plain_rows => self.clone(),
+            _ => Self::None,
+        }
+    }
+
     /// Paimon's name of the function, for messages.
     pub fn name(&self) -> &'static str {
         match self {

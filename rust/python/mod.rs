@@ -6,12 +6,10 @@ mod errors;
 mod options;
 mod sort;
 mod stream;
+mod table;
 
-use arrow_array::ffi_stream::RecordBatchStreamReader;
-use arrow_pyarrow::FromPyArrow;
 use pyo3::prelude::*;
 
-use crate::run::Run;
 use crate::MergeOptions;
 use errors::{guard, to_py_err};
 use stream::PyStream;
@@ -30,14 +28,7 @@ fn merge(
     algorithm: &str,
     batch_size: usize,
 ) -> PyResult<PyStream> {
-    let runs = runs
-        .iter()
-        .map(|obj| {
-            let reader = RecordBatchStreamReader::from_pyarrow_bound(obj)?;
-            let schema = arrow_array::RecordBatchReader::schema(&reader);
-            Ok(Run { schema, batches: Box::new(reader) })
-        })
-        .collect::<PyResult<Vec<_>>>()?;
+    let runs = runs.iter().map(table::read_run).collect::<PyResult<Vec<_>>>()?;
     let options = MergeOptions {
         key,
         sequence,
@@ -56,6 +47,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyStream>()?;
     m.add_class::<sort::PySortBuffer>()?;
     m.add_function(wrap_pyfunction!(sort::sort, m)?)?;
+    m.add_function(wrap_pyfunction!(table::bucket_ids, m)?)?;
+    m.add_function(wrap_pyfunction!(table::merge_groups, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

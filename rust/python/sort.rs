@@ -35,6 +35,7 @@ fn sort_options(py: Python<'_>, options: &Bound<'_, PyDict>) -> PyResult<SortOpt
         max_fan_in: get("max_fan_in")?.extract()?,
         max_disk_size: get("max_disk_size")?.extract()?,
         batch_size: get("batch_size")?.extract()?,
+        partial: options.get_item("partial")?.map_or(Ok(false), |v| v.extract())?,
     })
 }
 

@@ -21,11 +21,23 @@ pub(crate) struct PyStream {
     inner: Mutex<Option<MergeStream>>,
     schema: SchemaRef,
     stats: StatsHandle,
+    /// Figures known before the stream ran (a table read's pruning), shown with `stats`.
+    extra_stats: Vec<(String, u64)>,
 }
 
 impl PyStream {
     pub(crate) fn new(stream: MergeStream) -> Self {
-        Self { schema: stream.schema(), stats: stream.stats_handle(), inner: Mutex::new(Some(stream)) }
+        Self {
+            schema: stream.schema(),
+            stats: stream.stats_handle(),
+            inner: Mutex::new(Some(stream)),
+            extra_stats: Vec::new(),
+        }
+    }
+
+    pub(crate) fn with_extra_stats(mut self, stats: Vec<(String, u64)>) -> Self {
+        self.extra_stats = stats;
+        self
     }
 
     /// Takes the stream out (it is consumed by whoever takes it).
@@ -65,6 +77,9 @@ impl PyStream {
             dict.set_item("spilled_bytes", sort.spilled_bytes)?;
             dict.set_item("merge_passes", sort.merge_passes)?;
             dict.set_item("peak_memory_bytes", sort.peak_memory_bytes)?;
+        }
+        for (name, value) in &self.extra_stats {
+            dict.set_item(name, value)?;
         }
         Ok(dict)
     }

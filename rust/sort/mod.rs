@@ -23,8 +23,9 @@
 //! sound when folding is associative over contiguous stretches of versions:
 //! deduplicate (keeping a newest retract as `-D` so that it still deletes older runs'
 //! rows), first-row, and partial-update or aggregate when rows carry neither row kinds
-//! nor sequence numbers. Otherwise runs are spilled sorted but unfolded, and the final
-//! merge folds every version at once.
+//! nor sequence numbers (see [`MergeFunction::for_partial_run`]). Otherwise runs are
+//! spilled sorted but unfolded, and the final merge folds every version at once. With
+//! `partial`, the output itself is such a run (a table's new run lies above older ones).
 
 mod sorted;
 
@@ -69,6 +70,9 @@ pub struct SortOptions {
     pub max_disk_size: Option<u64>,
     /// Rows per output batch.
     pub batch_size: usize,
+    /// The output is not the final result but a run above older runs: fold it only as
+    /// far as that is sound, keeping deletes (see [`MergeFunction::for_partial_run`]).
+    pub partial: bool,
 }
 
 impl SortOptions {
@@ -85,6 +89,7 @@ impl SortOptions {
             max_fan_in: 128,
             max_disk_size: None,
             batch_size: 8192,
+            partial: false,
         }
     }
 }
@@ -120,21 +125,26 @@ struct InFlight {
 
 impl SortBuffer {
     /// A buffer for batches of `schema`.
-    pub fn new(schema: SchemaRef, options: SortOptions) -> Result<Self> {
+    pub fn new(schema: SchemaRef, mut options: SortOptions) -> Result<Self> {
         if options.batch_size == 0 {
             return Err(invalid!("batch_size must be at least 1"));
         }
         if options.max_fan_in < 2 {
             return Err(invalid!("max_fan_in must be at least 2"));
         }
-        let function = options.merge.clone().unwrap_or(MergeFunction::None);
         let mut layout =
             Layout::new(schema.clone(), &options.key, &options.sequence, options.row_kind.as_deref(), false)?;
+        let plain_rows = layout.row_kind.is_none() && layout.sequence.is_empty();
+        let mut function = options.merge.clone().unwrap_or(MergeFunction::None);
+        if options.partial {
+            function = function.for_partial_run(plain_rows);
+            options.merge = Some(function.clone());
+        }
         layout.view_columns = Folder::new(function.clone(), &layout)?.view_columns();
         let fields =
             layout.key.iter().map(|&k| SortField::new(schema.field(k).data_type().clone())).collect();
         let converter = RowConverter::new(fields)?;
-        let spill_function = spill_function(&function, &layout);
+        let spill_function = function.for_partial_run(plain_rows);
         Ok(Self {
             schema,
             layout: Arc::new(layout),
@@ -446,21 +456,6 @@ impl Drop for SortBuffer {
     fn drop(&mut self) {
         // Let a spill in flight finish, so that its file is deleted with the buffer.
         let _ = self.wait_for_spill();
-    }
-}
-
-/// The function applied when spilling; see the module docs for why it may differ.
-fn spill_function(function: &MergeFunction, layout: &Layout) -> MergeFunction {
-    let plain_rows = layout.row_kind.is_none() && layout.sequence.is_empty();
-    match function {
-        MergeFunction::Deduplicate { ignore_delete, .. } => {
-            MergeFunction::Deduplicate { ignore_delete: *ignore_delete, drop_deletes: false }
-        }
-        MergeFunction::FirstRow { .. } | MergeFunction::None => function.clone(),
-        MergeFunction::PartialUpdate { .. } | MergeFunction::Aggregate { .. } if plain_rows => {
-            function.clone()
-        }
-        _ => MergeFunction::None,
     }
 }
 

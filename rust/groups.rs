@@ -1,0 +1,126 @@
+//! Independent merges read as one stream. A table's read merges the runs of each
+//! (partition, bucket) on its own, since a key lives in exactly one of them; the groups'
+//! outputs follow one another. A group's merge starts only when the one before it has
+//! ended, so only one group's inputs are open at a time.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use arrow_array::RecordBatch;
+use arrow_schema::{Schema, SchemaRef};
+
+use crate::error::{invalid, Result};
+use crate::fold::Folder;
+use crate::run::{Layout, Run};
+use crate::stream::{merge_runs_into, output_schema, MergeOptions, MergeStream, SharedStats};
+
+/// Options of [`merge_groups`].
+#[derive(Debug, Clone)]
+pub struct GroupOptions {
+    /// How each group is merged. Its runs may hold a key several times (a table's runs
+    /// are folded only as far as is sound; see [`crate::MergeFunction::for_partial_run`]).
+    pub merge: MergeOptions,
+    /// The output columns, in this order (all when `None`).
+    pub columns: Option<Vec<String>>,
+    /// The output is a run above older runs (a partial compaction): fold only as far as
+    /// is sound and keep deletes.
+    pub partial: bool,
+}
+
+/// Merges each group of runs (of `schema`) on its own, streaming the outputs in order.
+pub fn merge_groups(
+    schema: SchemaRef,
+    groups: Vec<Vec<Run>>,
+    mut options: GroupOptions,
+) -> Result<MergeStream> {
+    let merge = &mut options.merge;
+    if options.partial {
+        let plain_rows = merge.row_kind.is_none() && merge.sequence.is_empty();
+        merge.merge = merge.merge.for_partial_run(plain_rows);
+    }
+    let layout = Layout::new(schema.clone(), &merge.key, &merge.sequence, merge.row_kind.as_deref(), false)?;
+    let merged_schema = output_schema(&layout, &Folder::new(merge.merge.clone(), &layout)?);
+    let projection = match &options.columns {
+        None => (0..merged_schema.fields().len()).collect(),
+        Some(names) => names
+            .iter()
+            .map(|name| merged_schema.index_of(name).map_err(|_| invalid!("no column '{name}' to read")))
+            .collect::<Result<Vec<_>>>()?,
+    };
+    let output = Arc::new(merged_schema.project(&projection)?);
+    let stats = Arc::new(SharedStats::default());
+    let batches = Groups {
+        pending: groups.into(),
+        current: None,
+        merge: options.merge,
+        merged_schema,
+        projection,
+        output: output.clone(),
+        stats: stats.clone(),
+        failed: false,
+    };
+    Ok(MergeStream::from_parts(output, Box::new(batches), stats))
+}
+
+struct Groups {
+    pending: VecDeque<Vec<Run>>,
+    current: Option<MergeStream>,
+    merge: MergeOptions,
+    merged_schema: SchemaRef,
+    projection: Vec<usize>,
+    output: SchemaRef,
+    stats: Arc<SharedStats>,
+    failed: bool,
+}
+
+impl Groups {
+    fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
+        loop {
+            if let Some(current) = &mut self.current {
+                match current.next().transpose()? {
+                    Some(batch) => return self.project(batch).map(Some),
+                    None => self.current = None,
+                }
+            }
+            let Some(runs) = self.pending.pop_front() else { return Ok(None) };
+            let stream = merge_runs_into(runs, self.merge.clone(), false, self.stats.clone())?;
+            check_same_columns(&stream.schema(), &self.merged_schema)?;
+            self.current = Some(stream);
+        }
+    }
+
+    fn project(&self, batch: RecordBatch) -> Result<RecordBatch> {
+        let columns = self.projection.iter().map(|&i| batch.column(i).clone()).collect();
+        Ok(RecordBatch::try_new(self.output.clone(), columns)?)
+    }
+}
+
+/// A group's runs must have the columns (names and types) all groups were declared with.
+fn check_same_columns(found: &Schema, declared: &Schema) -> Result<()> {
+    let same = found.fields().len() == declared.fields().len()
+        && found
+            .fields()
+            .iter()
+            .zip(declared.fields())
+            .all(|(a, b)| a.name() == b.name() && a.data_type() == b.data_type());
+    if same || found.fields().is_empty() {
+        return Ok(());
+    }
+    Err(invalid!("schema mismatch: a group's runs have schema {found:?}, but the read declared {declared:?}"))
+}
+
+impl Iterator for Groups {
+    type Item = Result<RecordBatch>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            return None;
+        }
+        let result = self.next_batch();
+        self.failed = result.is_err();
+        if self.failed {
+            self.current = None; // close the inputs now
+        }
+        result.transpose()
+    }
+}

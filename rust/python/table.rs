@@ -1,0 +1,83 @@
+//! The native pieces of `merge_core.Table`: bucketing keys and merging a read's groups.
+//! The table's files, snapshots and commits are handled in Python (`merge_core/table/`).
+
+use std::sync::Arc;
+
+use arrow_array::ffi_stream::RecordBatchStreamReader;
+use arrow_array::{Array, RecordBatch};
+use arrow_pyarrow::{FromPyArrow, ToPyArrow};
+use arrow_schema::Schema;
+use pyo3::prelude::*;
+
+use super::errors::{guard, to_py_err};
+use super::options::merge_function;
+use super::stream::PyStream;
+use crate::groups::{merge_groups as merge_groups_impl, GroupOptions};
+use crate::run::Run;
+use crate::MergeOptions;
+
+/// The bucket (`0..buckets`, a `pyarrow.UInt32Array`) of each row of `batch` by `key`.
+#[pyfunction]
+pub(crate) fn bucket_ids<'py>(
+    py: Python<'py>,
+    batch: &Bound<'py, PyAny>,
+    key: Vec<String>,
+    buckets: u32,
+) -> PyResult<Bound<'py, PyAny>> {
+    let batch = RecordBatch::from_pyarrow_bound(batch)?;
+    let columns =
+        key.iter()
+            .map(|name| {
+                batch.column_by_name(name).cloned().ok_or_else(|| {
+                    to_py_err(py, crate::error::invalid!("no key column '{name}' in the data"))
+                })
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+    let ids = guard(py, || crate::bucket::bucket_ids(&columns, &key, buckets))?;
+    ids.to_data().to_pyarrow(py)
+}
+
+/// Merges each group of runs on its own into one lazy stream (a table read or compaction).
+#[pyfunction]
+#[allow(clippy::too_many_arguments)] // mirrors the Python call one to one
+#[pyo3(signature = (schema, groups, key, sequence, row_kind, merge, batch_size, columns, partial, stats))]
+pub(crate) fn merge_groups(
+    py: Python<'_>,
+    schema: &Bound<'_, PyAny>,
+    groups: Vec<Vec<Bound<'_, PyAny>>>,
+    key: Vec<String>,
+    sequence: Vec<String>,
+    row_kind: Option<String>,
+    merge: &Bound<'_, PyAny>,
+    batch_size: usize,
+    columns: Option<Vec<String>>,
+    partial: bool,
+    stats: Vec<(String, u64)>,
+) -> PyResult<PyStream> {
+    let schema = Arc::new(Schema::from_pyarrow_bound(schema)?);
+    let groups = groups
+        .iter()
+        .map(|runs| runs.iter().map(read_run).collect::<PyResult<Vec<_>>>())
+        .collect::<PyResult<Vec<_>>>()?;
+    let options = GroupOptions {
+        merge: MergeOptions {
+            key,
+            sequence,
+            row_kind,
+            merge: merge_function(merge)?,
+            algorithm: crate::Algorithm::LoserTree,
+            batch_size,
+        },
+        columns,
+        partial,
+    };
+    let stream = guard(py, || merge_groups_impl(schema, groups, options))?;
+    Ok(PyStream::new(stream).with_extra_stats(stats))
+}
+
+/// A run from any object with `__arrow_c_stream__`.
+pub(crate) fn read_run(obj: &Bound<'_, PyAny>) -> PyResult<Run> {
+    let reader = RecordBatchStreamReader::from_pyarrow_bound(obj)?;
+    let schema = arrow_array::RecordBatchReader::schema(&reader);
+    Ok(Run { schema, batches: Box::new(reader) })
+}
