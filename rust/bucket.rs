@@ -174,7 +174,7 @@ mod tests {
     #[test]
     fn null_keys_and_zero_buckets_are_refused() {
         let with_null: ArrayRef = Arc::new(Int64Array::from(vec![Some(1), None]));
-        assert!(bucket_ids(&[with_null.clone()], &["k".into()], 4).is_err());
+        assert!(bucket_ids(&[with_null], &["k".into()], 4).is_err());
         let fine: ArrayRef = Arc::new(Int64Array::from(vec![1]));
         assert!(bucket_ids(&[fine], &["k".into()], 0).is_err());
     }
