@@ -17,7 +17,16 @@ from ._inputs import as_stream_sources, column_names
 from ._native import Stream
 from ._options import Aggregate, Deduplicate, FirstRow, MergeSpec, PartialUpdate, merge_spec
 from ._sort import SortBuffer, sort
-from .errors import InternalError, InvalidInputError, MergeCoreError, SpillError
+from .errors import (
+    CommitConflictError,
+    InternalError,
+    InvalidInputError,
+    MergeCoreError,
+    SpillError,
+    TableExistsError,
+    TableNotFoundError,
+)
+from .table import DynamicFilter, Table
 
 __version__: str = _native.__version__
 
@@ -85,5 +94,10 @@ __all__ = [
     "InvalidInputError",
     "SpillError",
     "InternalError",
+    "CommitConflictError",
+    "TableNotFoundError",
+    "TableExistsError",
+    "Table",
+    "DynamicFilter",
     "__version__",
 ]

@@ -82,7 +82,9 @@ MergeSpec = str | Deduplicate | FirstRow | PartialUpdate | Aggregate
 
 
 def merge_spec(merge: MergeSpec) -> dict[str, Any]:
-    """The dict spec of a merge option (a name or an option object)."""
+    """The dict spec of a merge option (a name, an option object, or a spec already made)."""
+    if isinstance(merge, Mapping) and "function" in merge:
+        return dict(merge)
     if isinstance(merge, str):
         return {"function": merge.replace("_", "-")}
     spec = getattr(merge, "_spec", None)

@@ -21,4 +21,25 @@ class InternalError(MergeCoreError):
     """A bug inside merge-core (a caught Rust panic, a broken invariant)."""
 
 
-__all__ = ["MergeCoreError", "InvalidInputError", "SpillError", "InternalError"]
+class CommitConflictError(MergeCoreError):
+    """A table commit lost a race that cannot be resolved by retrying (two compactions
+    of the same files); the table is unchanged by the losing commit."""
+
+
+class TableNotFoundError(MergeCoreError, FileNotFoundError):
+    """No merge-core table at the given path (or no such snapshot)."""
+
+
+class TableExistsError(MergeCoreError, FileExistsError):
+    """A table already exists at the given path."""
+
+
+__all__ = [
+    "MergeCoreError",
+    "InvalidInputError",
+    "SpillError",
+    "InternalError",
+    "CommitConflictError",
+    "TableNotFoundError",
+    "TableExistsError",
+]

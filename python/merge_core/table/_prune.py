@@ -1,0 +1,146 @@
+"""Choosing the files a read needs: static partition filters and dynamic partition
+pruning (Flink's FLIP-248): the distinct join keys of a filtered build side (a dimension
+table) decide which partitions of the probe side (the fact table) are read at all."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .._inputs import as_stream_source
+from .._sort import parse_size
+from ..errors import InvalidInputError
+from ._format import DataFile, TableMeta
+
+
+class DynamicFilter:
+    """The distinct values of ``column`` of a build side, pruning the partitions of a
+    read by ``partition_column``.
+
+    ``source`` is Arrow-tabular data or a Spark DataFrame (already filtered, e.g. the
+    dates of one year). If the distinct values take more than ``threshold`` bytes the
+    filter gives up and the read prunes nothing (``applies`` is False, ``reason`` says
+    why). An empty build side prunes every partition. Null values never match.
+
+    >>> import pyarrow as pa, merge_core as mc
+    >>> dates = pa.table({"d_date": ["2024-01-01", "2024-01-02", "2024-01-01", None]})
+    >>> f = mc.DynamicFilter(dates, "d_date", partition_column="dt")
+    >>> f.applies, f.values.to_pylist()
+    (True, ['2024-01-01', '2024-01-02'])
+    """
+
+    def __init__(self, source: Any, column: str, partition_column: str, threshold: int | str = "8MiB") -> None:
+        self.column = column
+        self.partition_column = partition_column
+        self.threshold = parse_size(threshold, "threshold")
+        self.reason = ""
+        self.values: pa.Array | None = None
+        collect = _distinct_spark if _is_spark(source) else _distinct_arrow
+        values = collect(source, column, self.threshold)
+        if values is None:
+            self.reason = f"the build side's distinct values exceed the threshold of {self.threshold} bytes"
+        else:
+            self.values = values.drop_null()
+
+    @property
+    def applies(self) -> bool:
+        """Whether the filter prunes (it gives up on a build side above the threshold)."""
+        return self.values is not None
+
+    def __repr__(self) -> str:
+        found = f"{len(self.values)} values" if self.values is not None else "no pruning: " + self.reason
+        return f"DynamicFilter({self.column!r} -> {self.partition_column!r}, {found})"
+
+
+def _is_spark(source: Any) -> bool:
+    return hasattr(source, "sparkSession") and hasattr(source, "toArrow")
+
+
+def _distinct_arrow(source: Any, column: str, threshold: int) -> pa.Array | None:
+    stream = as_stream_source(source)
+    if stream is None:
+        raise InvalidInputError("cannot build a dynamic filter from an empty iterable: its schema is unknown")
+    reader = pa.RecordBatchReader.from_stream(stream)
+    if column not in reader.schema.names:
+        raise InvalidInputError(f"no column '{column}' in the build side (it has {reader.schema.names})")
+    distinct = pa.array([], reader.schema.field(column).type)
+    for batch in reader:
+        distinct = pc.unique(pa.concat_arrays([distinct, pc.unique(batch.column(column))]))
+        if distinct.nbytes > threshold:
+            return None
+    return distinct
+
+
+def _distinct_spark(df: Any, column: str, threshold: int) -> pa.Array | None:
+    if column not in df.columns:
+        raise InvalidInputError(f"no column '{column}' in the build side (it has {df.columns})")
+    width = df.schema[column].dataType.defaultSize()
+    # No value takes less than its type's fixed width (1 byte for strings): more rows than
+    # this cannot fit, so the driver never collects much more than the threshold.
+    limit = math.ceil(threshold / max(1, min(width, 8))) + 1
+    table = df.select(column).distinct().limit(limit).toArrow()
+    values = table.column(column).combine_chunks() if table.num_rows else pa.array([], table.schema.field(0).type)
+    return None if values.nbytes > threshold else values
+
+
+def _partition_values(meta: TableMeta, files: Sequence[DataFile], column: str) -> pa.Array:
+    i = meta.partition_by.index(column)
+    return pa.array([f.partition[i] for f in files], pa.string()).cast(meta.schema.field(column).type)
+
+
+def _check_partition_column(meta: TableMeta, column: str) -> None:
+    if column not in meta.partition_by:
+        raise InvalidInputError(f"'{column}' is not a partition column (the table is partitioned by {meta.partition_by})")
+
+
+def select_files(
+    meta: TableMeta,
+    files: Sequence[DataFile],
+    partitions: Mapping[str, Any] | None,
+    dynamic_filter: DynamicFilter | Sequence[DynamicFilter] | None,
+) -> tuple[list[DataFile], dict[str, int]]:
+    """The files to read and figures on what was pruned."""
+    keep = np.ones(len(files), dtype=bool)
+    for column, allowed in (partitions or {}).items():
+        _check_partition_column(meta, column)
+        allowed = list(allowed) if isinstance(allowed, (list, tuple, set, frozenset)) else [allowed]
+        type_ = meta.schema.field(column).type
+        try:
+            wanted = pa.array(allowed).cast(type_) if allowed else pa.array([], type_)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
+            raise InvalidInputError(f"partition values {allowed!r} do not fit column '{column}' ({type_}): {e}") from e
+        if files:
+            keep &= pc.is_in(_partition_values(meta, files, column), value_set=wanted, skip_nulls=False).to_numpy(
+                zero_copy_only=False
+            )
+    applied = 0
+    filters = [] if dynamic_filter is None else [dynamic_filter] if isinstance(dynamic_filter, DynamicFilter) else dynamic_filter
+    for f in filters:
+        _check_partition_column(meta, f.partition_column)
+        if f.values is None:
+            continue
+        try:  # the build side's type may differ from the partition column's
+            wanted = f.values.cast(meta.schema.field(f.partition_column).type)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            continue  # cannot compare: prune nothing rather than guess
+        applied += 1
+        if files:
+            found = _partition_values(meta, files, f.partition_column)
+            keep &= pc.is_in(found, value_set=wanted, skip_nulls=True).fill_null(False).to_numpy(zero_copy_only=False)
+    selected = [f for f, k in zip(files, keep) if k]
+    partitions_all = {f.partition for f in files}
+    partitions_read = {f.partition for f in selected}
+    return selected, {
+        "partitions_total": len(partitions_all),
+        "partitions_read": len(partitions_read),
+        "partitions_pruned": len(partitions_all) - len(partitions_read),
+        "files_total": len(files),
+        "files_read": len(selected),
+        "files_pruned": len(files) - len(selected),
+        "dynamic_filters_applied": applied,
+    }
