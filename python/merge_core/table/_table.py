@@ -366,6 +366,10 @@ def _check_columns(schema: pa.Schema, keys: list[str], partitions: list[str], se
         unknown = [c for c in cols if c not in names]
         if unknown:
             raise InvalidInputError(f"{what} names columns {unknown} that the schema does not have ({names})")
+    for c in sequences:
+        type_ = schema.field(c).type
+        if not (pa.types.is_integer(type_) or pa.types.is_date(type_) or pa.types.is_timestamp(type_)):
+            raise InvalidInputError(f"sequence column '{c}' has type {type_}; use an integer, date or timestamp")
     for c in partitions:
         type_ = schema.field(c).type
         if not any(check(type_) for check in PARTITION_TYPES):
