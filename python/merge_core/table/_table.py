@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,14 @@ from ._write import GROUP, remove_files, write_runs
 PARTITION_TYPES = (pa.types.is_integer, pa.types.is_string, pa.types.is_large_string, pa.types.is_date, pa.types.is_boolean)
 RESERVED = (SEQ, KIND, GROUP)
 READ_BATCH_ROWS = 64 * 1024
+
+
+@dataclass(frozen=True)
+class ReadPlan:
+    groups: list[list[DataFile]]  # each bucket's runs, oldest first
+    schema: pa.Schema  # the file columns read
+    columns: list[str]  # the output columns
+    stats: dict[str, int]  # what was pruned
 
 
 class Table:
@@ -178,7 +186,14 @@ class Table:
 
         Returns the new snapshot's id, the rows stored and the files written.
         """
-        files = write_runs(self._root, self._meta, data, row_kind, memory_limit, spill_dir)
+        return self._commit_written(self._write_runs(data, row_kind, memory_limit, spill_dir))
+
+    def _write_runs(self, data: Any, row_kind: str | None, memory_limit: int | str, spill_dir: Any) -> list[DataFile]:
+        """Writes new runs without committing them (Spark tasks do this; the driver commits)."""
+        return write_runs(self._root, self._meta, data, row_kind, memory_limit, spill_dir)
+
+    def _commit_written(self, files: list[DataFile]) -> dict[str, int]:
+        """Commits runs written by :meth:`_write_runs` as one snapshot."""
 
         def make(latest: Snapshot) -> Snapshot:
             numbered, next_sequence = fmt.with_sequences(files, latest.next_sequence)
@@ -211,19 +226,22 @@ class Table:
 
         A partial compaction (the default) merges the runs written since the last
         compaction and keeps deletes, since older runs may still hold the deleted keys.
-        A full compaction merges every run of a bucket and drops deletes.
+        A full compaction merges every run of a bucket and drops deletes, except in a
+        table with sequence columns: there a later write may carry an older sequence
+        number, and only the kept delete stops it from bringing a deleted key back.
         """
+        keep_deletes = not full or bool(self._meta.sequence)
         base = self.snapshot()
         added: list[DataFile] = []
         removed: list[DataFile] = []
         try:
             for files in _bucket_groups(base.files):
                 inputs = files if full else [f for f in files if f.level == 0]
-                if full and len(files) == 1 and files[0].retracts == 0 and files[0].level == 2:
+                if full and len(files) == 1 and files[0].level == 2 and (keep_deletes or not files[0].retracts):
                     continue
                 if not full and len(inputs) < 2:
                     continue
-                added.extend(self._merge_into_run(inputs, level=2 if full else 1))
+                added.extend(self._merge_into_run(inputs, level=2 if full else 1, keep_deletes=keep_deletes))
                 removed.extend(inputs)
         except BaseException:
             remove_files(self._root, added)
@@ -242,10 +260,10 @@ class Table:
         snapshot = self._commit(make, added)
         return {"snapshot": snapshot.id, "runs_merged": len(removed), "files_written": len(added)}
 
-    def _merge_into_run(self, inputs: list[DataFile], level: int) -> list[DataFile]:
+    def _merge_into_run(self, inputs: list[DataFile], level: int, keep_deletes: bool) -> list[DataFile]:
         """One bucket's ``inputs`` merged into one run (none if every row was deleted)."""
         schema = self._meta.file_schema()
-        stream = self._merge([inputs], schema, None, partial=level < 2, stats={})
+        stream = self._merge([inputs], schema, None, partial=keep_deletes, stats={})
         first = inputs[0]
         writer = RunWriter(self._root, self._meta, first.partition, first.bucket, level)
         try:
@@ -292,16 +310,26 @@ class Table:
         """
         if not isinstance(batch_size, int) or batch_size < 1:
             raise InvalidInputError(f"batch_size must be a positive integer, got {batch_size!r}")
+        plan = self._plan_read(columns, partitions, dynamic_filter, snapshot)
+        return self._merge(plan.groups, plan.schema, plan.columns, partial=False, stats=plan.stats, batch_size=batch_size)
+
+    def _plan_read(
+        self,
+        columns: Sequence[str] | None,
+        partitions: Mapping[str, Any] | None,
+        dynamic_filter: DynamicFilter | Sequence[DynamicFilter] | None,
+        snapshot: int | None,
+    ) -> ReadPlan:
+        """What a read merges: the groups of runs left after pruning, and the columns."""
         wanted = self.schema.names if columns is None else column_names(columns, "columns")
         unknown = [c for c in wanted if c not in self.schema.names]
         if unknown:
             raise InvalidInputError(f"no columns {unknown} in the table (it has {self.schema.names})")
         snap = self.snapshot(snapshot)
         files, stats = select_files(self._meta, snap.files, partitions, dynamic_filter)
-        needed = {*self._meta.key, *self._meta.sequence, *wanted, *self._meta.merge.get("fields", {})}
-        schema = self._meta.file_schema()
-        schema = pa.schema([f for f in schema if f.name in needed or f.name in (SEQ, KIND)])
-        return self._merge(list(_bucket_groups(files)), schema, wanted, partial=False, stats={**stats, "snapshot": snap.id}, batch_size=batch_size)
+        needed = {*self._meta.key, *self._meta.sequence, *wanted, *self._meta.merge.get("fields", {}), SEQ, KIND}
+        schema = pa.schema([f for f in self._meta.file_schema() if f.name in needed])
+        return ReadPlan(list(_bucket_groups(files)), schema, wanted, {**stats, "snapshot": snap.id})
 
     def _merge(
         self,
