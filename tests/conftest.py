@@ -1,6 +1,7 @@
 import os
 import sys
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -8,3 +9,13 @@ sys.path.insert(0, os.path.dirname(__file__))
 settings.register_profile("default", max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("ci", max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local Spark session (2 cores) for every Spark test."""
+    import merge_core.spark as mcs
+
+    session = mcs.local_session("local[2]", "merge-core-tests", **{"spark.sql.shuffle.partitions": "2"})
+    yield session
+    session.stop()

@@ -1,21 +1,22 @@
 """A separate process acting on a table, for the crash and race tests of test_table_crash.py.
 
-    python table_worker.py write PATH WRITER ROWS COMMITS   # commits write i: keys of WRITER, v = i
-    python table_worker.py compact PATH ROUNDS                # full compactions, counting conflicts
+python table_worker.py write PATH WRITER ROWS COMMITS   # commits write i: keys of WRITER, v = i
+python table_worker.py compact PATH ROUNDS                # full compactions, counting conflicts
 """
 
 import sys
 
-import pyarrow as pa
-
 import merge_core as mc
+import pyarrow as pa
 
 
 def write(path: str, writer: int, rows: int, commits: int) -> None:
     table = mc.Table.open(path)
     keys = pa.array(range(writer * rows, (writer + 1) * rows), pa.int64())
     for i in range(commits):
-        data = pa.table({"k": keys, "p": pa.array(["a", "b"] * (rows // 2), pa.string()), "v": pa.array([i] * rows, pa.int64())})
+        data = pa.table(
+            {"k": keys, "p": pa.array(["a", "b"] * (rows // 2), pa.string()), "v": pa.array([i] * rows, pa.int64())}
+        )
         table.write(data, memory_limit="8MiB")
         print(f"committed {i}", flush=True)
 

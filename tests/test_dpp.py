@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import datetime as dt
 
+import merge_core as mc
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-
-import merge_core as mc
 
 DAYS = [dt.date(1999, 12, 30) + dt.timedelta(days=i) for i in range(6)]  # 1999-12-30 .. 2000-01-04
 

@@ -14,13 +14,6 @@ from merge_core import contest  # noqa: E402
 
 
 @pytest.fixture(scope="session")
-def spark():
-    session = mcs.local_session("local[2]", "merge-core-tests", **{"spark.sql.shuffle.partitions": "2"})
-    yield session
-    session.stop()
-
-
-@pytest.fixture(scope="session")
 def contest_files(tmp_path_factory):
     return contest.generate(str(tmp_path_factory.mktemp("contest")), rows=3000, increments=10, seed=5)
 

@@ -3,14 +3,13 @@ older snapshots, expire, and bad input."""
 
 from __future__ import annotations
 
+import merge_core as mc
 import oracle
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-import merge_core as mc
 
 SCHEMA = pa.schema([("k", pa.int64()), ("p", pa.string()), ("ts", pa.int64()), ("v", pa.int64())])
 PARTITIONS = ["a", "b", None]
@@ -67,7 +66,9 @@ class Model:
         runs = self.writes[:upto]
         name, options = oracle_spec(self.config)
         sequence = ["ts", "w", "add", "pos"] if self.config["sequence"] else []
-        merged = oracle.merge(runs, key=["p", "k"], sequence=sequence, row_kind="op", merge=name, key_order=nulls_last, **options)
+        merged = oracle.merge(
+            runs, key=["p", "k"], sequence=sequence, row_kind="op", merge=name, key_order=nulls_last, **options
+        )
         out = [{c: row[c] for c in SCHEMA.names} for row in merged]
         return sorted(out, key=sort_key)
 
@@ -97,7 +98,9 @@ def make_rows(raw, config) -> list[dict]:
 def test_random_histories_match_the_oracle(tmp_path_factory, name, ops, buckets):
     config = CONFIGS[name]
     path = tmp_path_factory.mktemp("t") / "table"
-    table = mc.Table.create(path, SCHEMA, key="k", partition_by="p", buckets=buckets, merge=config["merge"], sequence=config["sequence"])
+    table = mc.Table.create(
+        path, SCHEMA, key="k", partition_by="p", buckets=buckets, merge=config["merge"], sequence=config["sequence"]
+    )
     model = Model(config)
     writes_at: dict[int, int] = {0: 0}  # snapshot id -> number of writes it holds
     for op, arg in ops:
@@ -167,7 +170,15 @@ def test_files_are_sorted_runs_with_sequence_and_row_kind(tmp_path):
 def test_writes_spill_within_their_memory_limit(tmp_path):
     table = mc.Table.create(tmp_path / "t", SCHEMA, key="k", partition_by="p", buckets=4)
     n = 400_000
-    data = pa.table({"k": pa.array(range(n)[::-1]), "p": pa.array(["a", "b"] * (n // 2)), "ts": pa.array([0] * n), "v": pa.array(range(n))}, schema=SCHEMA)
+    data = pa.table(
+        {
+            "k": pa.array(range(n)[::-1]),
+            "p": pa.array(["a", "b"] * (n // 2)),
+            "ts": pa.array([0] * n),
+            "v": pa.array(range(n)),
+        },
+        schema=SCHEMA,
+    )
     (tmp_path / "spill").mkdir()
     result = table.write(data, memory_limit="4MiB", spill_dir=tmp_path / "spill")
     assert result["rows"] == n and result["files"] == 8
@@ -295,7 +306,10 @@ def test_full_compaction_keeps_deletes_a_late_lower_sequence_could_undo(tmp_path
     compaction may carry an older sequence number; the kept -D must still win."""
     table = mc.Table.create(tmp_path / "t", SCHEMA, key="k", sequence="ts", buckets=1)
     op_schema = SCHEMA.append(pa.field("op", pa.string()))
-    table.write(pa.table({"k": [0, 0], "p": ["a"] * 2, "ts": [0, 1], "v": [1, None], "op": ["+I", "-D"]}, schema=op_schema), row_kind="op")
+    table.write(
+        pa.table({"k": [0, 0], "p": ["a"] * 2, "ts": [0, 1], "v": [1, None], "op": ["+I", "-D"]}, schema=op_schema),
+        row_kind="op",
+    )
     table.compact(full=True)
     table.write(pa.table({"k": [0], "p": ["a"], "ts": [0], "v": [2]}, schema=SCHEMA))
     assert table.read().read_all().num_rows == 0

@@ -9,10 +9,9 @@ import sys
 import time
 from pathlib import Path
 
+import merge_core as mc
 import pyarrow as pa
 import pytest
-
-import merge_core as mc
 
 WORKER = str(Path(__file__).with_name("table_worker.py"))
 SCHEMA = pa.schema([("k", pa.int64()), ("p", pa.string()), ("v", pa.int64())])

@@ -15,7 +15,9 @@ runs. Pack a virtual environment that has it installed and ship it with the job:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import asdict
 from functools import reduce
 from typing import TYPE_CHECKING, Any
 
@@ -25,9 +27,10 @@ from ._inputs import column_names
 from ._options import Aggregate, Deduplicate, FirstRow, MergeSpec
 from ._sort import SortBuffer, sort
 from .errors import InvalidInputError
+from .table import DataFile, DynamicFilter, Table
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, SparkSession
 
 #: The column that tags each row with the index of its version (dropped from the output).
 VERSION_COLUMN = "__merge_core_version"
@@ -187,3 +190,85 @@ def contest_upsert_spark_sql(versions: Sequence[DataFrame], key: str = "uuid") -
         if c != key
     ]
     return union.groupBy(key).agg(*aggregates).select(*columns)
+
+
+#: The column carrying each row's bucket from the bucketing stage to the writing stage.
+BUCKET_COLUMN = "__merge_core_bucket"
+
+
+def write(
+    df: DataFrame,
+    table: Table,
+    row_kind: str | None = None,
+    memory_limit: int | str = "256MiB",
+    num_partitions: int | None = None,
+) -> dict[str, int]:
+    """Writes ``df`` into ``table`` as one commit (see :meth:`merge_core.Table.write`).
+
+    Each row's bucket is computed in Rust, rows are partitioned by (partition columns,
+    bucket) so that each bucket is written by one task, every task sorts and folds its
+    rows and writes one run per bucket, and the driver commits all runs at once. The
+    table's directory must be reachable at the same path by the driver and every
+    executor (a local path in local mode, a shared filesystem on a cluster). Files of
+    failed task attempts are never committed; ``table.expire`` removes them.
+    """
+    from pyspark.sql.types import IntegerType, StringType, StructField, StructType
+
+    meta = table._meta
+    buckets_schema = StructType([*df.schema.fields, StructField(BUCKET_COLUMN, IntegerType(), False)])
+
+    def bucket_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from . import _native
+
+        for batch in batches:
+            ids = _native.bucket_ids(batch, meta.key, meta.buckets).cast(pa.int32())
+            yield batch.append_column(BUCKET_COLUMN, ids)
+
+    def write_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        first = next(batches, None)
+        if first is None:
+            return
+        rows = (b.drop_columns([BUCKET_COLUMN]) for b in _chain(first, batches))
+        schema = first.schema.remove(first.schema.get_field_index(BUCKET_COLUMN))
+        files = table._write_runs(pa.RecordBatchReader.from_batches(schema, rows), row_kind, memory_limit, None)
+        yield pa.record_batch({"file": [json.dumps(asdict(f)) for f in files]})
+
+    partitions = num_partitions or df.sparkSession.sparkContext.defaultParallelism
+    staged = df.mapInArrow(bucket_task, buckets_schema).repartition(partitions, *meta.partition_by, BUCKET_COLUMN)
+    written = staged.mapInArrow(write_task, StructType([StructField("file", StringType(), False)])).collect()
+    files = [DataFile.from_json(json.loads(row.file)) for row in written]
+    return table._commit_written(files)
+
+
+def read(
+    spark: SparkSession,
+    table: Table,
+    columns: Sequence[str] | None = None,
+    partitions: dict[str, Any] | None = None,
+    dynamic_filter: DynamicFilter | Sequence[DynamicFilter] | None = None,
+    snapshot: int | None = None,
+    stats: dict[str, int] | None = None,
+) -> DataFrame:
+    """The table's rows as a DataFrame (see :meth:`merge_core.Table.read`): one Spark
+    task per (partition, bucket) left after pruning, each merging its runs in Rust.
+    ``dynamic_filter`` may be built from a Spark DataFrame (the filtered dimension);
+    pass a dict as ``stats`` to receive what was pruned."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    plan = table._plan_read(columns, partitions, dynamic_filter, snapshot)
+    if stats is not None:
+        stats.update(plan.stats)
+    output = pa.schema([plan.schema.field(c) for c in plan.columns])
+
+    def read_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for files in batch.column("files").to_pylist():
+                group = [DataFile.from_json(f) for f in json.loads(files)]
+                yield from table._merge([group], plan.schema, plan.columns, partial=False, stats={})
+
+    tasks = [(i, json.dumps([asdict(f) for f in group])) for i, group in enumerate(plan.groups)]
+    spark_schema = from_arrow_schema(output)
+    if not tasks:
+        return spark.createDataFrame([], spark_schema)
+    task_df = spark.sparkContext.parallelize(tasks, len(tasks)).toDF("task int, files string")
+    return task_df.mapInArrow(read_task, spark_schema)

@@ -101,4 +101,4 @@ def group_boundaries(groups: pa.Array) -> list[tuple[int, int, int]]:
         return []
     starts = np.concatenate(([0], np.flatnonzero(values[1:] != values[:-1]) + 1))
     ends = np.append(starts[1:], len(values))
-    return [(int(values[s]), int(s), int(e)) for s, e in zip(starts, ends)]
+    return [(int(values[s]), int(s), int(e)) for s, e in zip(starts, ends, strict=True)]

@@ -205,7 +205,7 @@ def _sync_dir(path: Path) -> None:
 
 def partition_dir(names: Iterable[str], values: Iterable[str | None]) -> str:
     """``col=value/...`` with each value percent-encoded."""
-    parts = [f"{n}={NULL_PARTITION if v is None else quote(v, safe='')}" for n, v in zip(names, values)]
+    parts = [f"{n}={NULL_PARTITION if v is None else quote(v, safe='')}" for n, v in zip(names, values, strict=True)]
     return "/".join(parts)
 
 

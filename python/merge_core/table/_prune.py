@@ -4,7 +4,6 @@ table) decide which partitions of the probe side (the fact table) are read at al
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -79,10 +78,9 @@ def _distinct_arrow(source: Any, column: str, threshold: int) -> pa.Array | None
 def _distinct_spark(df: Any, column: str, threshold: int) -> pa.Array | None:
     if column not in df.columns:
         raise InvalidInputError(f"no column '{column}' in the build side (it has {df.columns})")
-    width = df.schema[column].dataType.defaultSize()
-    # No value takes less than its type's fixed width (1 byte for strings): more rows than
-    # this cannot fit, so the driver never collects much more than the threshold.
-    limit = math.ceil(threshold / max(1, min(width, 8))) + 1
+    # Every value takes at least a byte in Arrow, so more distinct values than the
+    # threshold cannot fit: the driver never collects more than that many rows.
+    limit = threshold + 1
     table = df.select(column).distinct().limit(limit).toArrow()
     values = table.column(column).combine_chunks() if table.num_rows else pa.array([], table.schema.field(0).type)
     return None if values.nbytes > threshold else values
@@ -95,7 +93,9 @@ def _partition_values(meta: TableMeta, files: Sequence[DataFile], column: str) -
 
 def _check_partition_column(meta: TableMeta, column: str) -> None:
     if column not in meta.partition_by:
-        raise InvalidInputError(f"'{column}' is not a partition column (the table is partitioned by {meta.partition_by})")
+        raise InvalidInputError(
+            f"'{column}' is not a partition column (the table is partitioned by {meta.partition_by})"
+        )
 
 
 def select_files(
@@ -119,7 +119,13 @@ def select_files(
                 zero_copy_only=False
             )
     applied = 0
-    filters = [] if dynamic_filter is None else [dynamic_filter] if isinstance(dynamic_filter, DynamicFilter) else dynamic_filter
+    filters = (
+        []
+        if dynamic_filter is None
+        else [dynamic_filter]
+        if isinstance(dynamic_filter, DynamicFilter)
+        else dynamic_filter
+    )
     for f in filters:
         _check_partition_column(meta, f.partition_column)
         if f.values is None:
@@ -132,7 +138,7 @@ def select_files(
         if files:
             found = _partition_values(meta, files, f.partition_column)
             keep &= pc.is_in(found, value_set=wanted, skip_nulls=True).fill_null(False).to_numpy(zero_copy_only=False)
-    selected = [f for f, k in zip(files, keep) if k]
+    selected = [f for f, k in zip(files, keep, strict=True) if k]
     partitions_all = {f.partition for f in files}
     partitions_read = {f.partition for f in selected}
     return selected, {

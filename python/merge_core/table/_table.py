@@ -23,7 +23,13 @@ from ._format import KIND, SEQ, DataFile, Snapshot, TableMeta
 from ._prune import DynamicFilter, select_files
 from ._write import GROUP, remove_files, write_runs
 
-PARTITION_TYPES = (pa.types.is_integer, pa.types.is_string, pa.types.is_large_string, pa.types.is_date, pa.types.is_boolean)
+PARTITION_TYPES = (
+    pa.types.is_integer,
+    pa.types.is_string,
+    pa.types.is_large_string,
+    pa.types.is_date,
+    pa.types.is_boolean,
+)
 RESERVED = (SEQ, KIND, GROUP)
 READ_BATCH_ROWS = 64 * 1024
 
@@ -86,12 +92,16 @@ class Table:
         """
         if not isinstance(schema, pa.Schema):
             raise InvalidInputError(f"schema must be a pyarrow.Schema, got {type(schema).__name__}")
-        keys, partitions, sequences = (column_names(v, w) for v, w in ((key, "key"), (partition_by, "partition_by"), (sequence, "sequence")))
+        keys, partitions, sequences = (
+            column_names(v, w) for v, w in ((key, "key"), (partition_by, "partition_by"), (sequence, "sequence"))
+        )
         _check_columns(schema, keys, partitions, sequences)
         if not isinstance(buckets, int) or isinstance(buckets, bool) or not 1 <= buckets <= 1 << 16:
             raise InvalidInputError(f"buckets must be an integer from 1 to 65536, got {buckets!r}")
         fields = [f.with_nullable(f.name not in keys) for f in schema]
-        meta = TableMeta(pa.schema(fields, metadata=schema.metadata), keys, partitions, buckets, merge_spec(merge), sequences)
+        meta = TableMeta(
+            pa.schema(fields, metadata=schema.metadata), keys, partitions, buckets, merge_spec(merge), sequences
+        )
         _check_merge(meta)
         root = Path(path)
         if root.exists() and any(p.name != "_meta" for p in root.iterdir()):
@@ -311,7 +321,9 @@ class Table:
         if not isinstance(batch_size, int) or batch_size < 1:
             raise InvalidInputError(f"batch_size must be a positive integer, got {batch_size!r}")
         plan = self._plan_read(columns, partitions, dynamic_filter, snapshot)
-        return self._merge(plan.groups, plan.schema, plan.columns, partial=False, stats=plan.stats, batch_size=batch_size)
+        return self._merge(
+            plan.groups, plan.schema, plan.columns, partial=False, stats=plan.stats, batch_size=batch_size
+        )
 
     def _plan_read(
         self,
@@ -344,7 +356,16 @@ class Table:
         runs = [[open_run(self._root, f, schema) for f in files] for files in groups]
         meta = self._meta
         return _native.merge_groups(
-            schema, runs, meta.key, [*meta.sequence, SEQ], KIND, meta.merge, batch_size, columns, partial, list(stats.items())
+            schema,
+            runs,
+            meta.key,
+            [*meta.sequence, SEQ],
+            KIND,
+            meta.merge,
+            batch_size,
+            columns,
+            partial,
+            list(stats.items()),
         )
 
     # -- housekeeping ---------------------------------------------------------------

@@ -56,7 +56,7 @@ class PartitionNumbers:
     def numbers(self, batch: pa.RecordBatch) -> np.ndarray:
         if not self.columns:
             return np.zeros(batch.num_rows, dtype=np.int64)
-        codes = [d.codes(batch.column(c)) for d, c in zip(self.per_column, self.columns)]
+        codes = [d.codes(batch.column(c)) for d, c in zip(self.per_column, self.columns, strict=True)]
         if len(codes) > 1:  # one number per combination of the columns' numbers
             codes = [self.combined.codes(pc.binary_join_element_wise(*[c.cast(pa.string()) for c in codes], "/"))]
         return codes[0].to_numpy(zero_copy_only=False).astype(np.int64)
@@ -66,7 +66,7 @@ class PartitionNumbers:
         if not self.columns:
             return ()
         codes = [number] if len(self.columns) == 1 else map(int, self.combined.values[number].as_py().split("/"))
-        return tuple(d.values.cast(pa.string())[c].as_py() for d, c in zip(self.per_column, codes))
+        return tuple(d.values.cast(pa.string())[c].as_py() for d, c in zip(self.per_column, codes, strict=True))
 
 
 def kind_codes(column: pa.Array) -> pa.Array:
