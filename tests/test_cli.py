@@ -76,3 +76,39 @@ def test_gen_and_upsert_on_spark(tmp_path):
     out = pq.read_table(tmp_path / "out")
     keys = set().union(*(set(pq.read_table(f).column("uuid").to_pylist()) for f in files))
     assert out.num_rows == len(keys) == len(set(out.column("uuid").to_pylist()))
+
+
+def test_table_commands_end_to_end(tmp_path):
+    """gen -> table create/write (one commit per file) -> read equals the contest upsert in
+    DuckDB; compact, info, expire; user errors exit 2 with one line."""
+    from test_contest_semantics import duckdb_upsert
+
+    data, lake = tmp_path / "data", str(tmp_path / "lake")
+    assert run("gen", str(data), "--rows", "3000", "--increments", "3", "--seed", "4").returncode == 0
+    files = [str(data / f"{i}.parquet") for i in range(4)]
+    result = run("table", "create", lake, "--like", files[0], "-k", "uuid", "--buckets", "4", "--preset", "contest")
+    assert result.returncode == 0, result.stderr
+    result = run("table", "write", lake, *files, "--null-string", "name")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("snapshot ") == 4
+    out = str(tmp_path / "out.parquet")
+    assert run("table", "read", lake, "-o", out).returncode == 0
+    expected = duckdb_upsert([pq.read_table(f) for f in files])
+    assert pq.read_table(out).sort_by("uuid").to_pylist() == expected
+
+    assert "16 runs -> 4" in run("table", "compact", lake, "--full").stdout
+    info = run("table", "info", lake)
+    assert '"max_runs_per_bucket": 1' in info.stdout, info.stdout
+    assert "removed 4 snapshots and 16 files" in run("table", "expire", lake).stdout
+    assert run("table", "read", lake, "-o", out).returncode == 0
+    assert pq.read_table(out).sort_by("uuid").to_pylist() == expected
+
+    for args, message in [
+        (("table", "read", str(tmp_path / "none"), "-o", out), "no merge-core table"),
+        (("table", "create", lake, "--like", files[0], "-k", "uuid"), "already exists"),
+        (("table", "read", lake, "-o", out, "--columns", "nope"), "no columns"),
+        (("table", "read", lake, "-o", out, "--partition", "x"), "COL=VALUE"),
+        (("table", "write", lake, str(tmp_path / "missing.parquet")), "no such file"),
+    ]:
+        result = run(*args)
+        assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr, result.stderr

@@ -21,6 +21,7 @@ EXAMPLES = """examples:
   merge-core upsert data/*.parquet -o merged/ --key uuid --preset contest
   merge-core merge run1.parquet run2.parquet -k id --merge deduplicate -o merged.parquet
   merge-core sort big.parquet -k id --memory 256MiB -o sorted.parquet
+  merge-core table --help                           merge-on-read tables: create, write, read, compact
 """
 
 
@@ -270,6 +271,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--master", default="local[2]")
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(run=cmd_demo)
+
+    from ._cli_table import add_commands
+
+    add_commands(commands, UserError)
     return parser
 
 
@@ -277,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.run(args)
-    except (UserError, mc.InvalidInputError) as e:
+    except (UserError, mc.InvalidInputError, mc.TableNotFoundError, mc.TableExistsError) as e:
         print(f"merge-core: error: {e}", file=sys.stderr)
         return 2
     except mc.MergeCoreError as e:

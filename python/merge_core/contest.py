@@ -13,6 +13,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from ._options import Aggregate
+
 SCHEMA = pa.schema(
     [
         ("uuid", pa.string()),
@@ -25,6 +27,10 @@ SCHEMA = pa.schema(
         ("phonenum", pa.string()),
     ]
 )
+
+#: The contest's merge function (seed 003): requests summed, every other column takes
+#: its newest non-null value.
+CONTEST_MERGE = Aggregate(fields={"requests": "sum"}, default="last_non_null_value")
 
 _HEX = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
 
@@ -81,3 +87,13 @@ def generate(out_dir: str, rows: int, increments: int = 10, seed: int = 0, updat
         paths.append(os.path.join(out_dir, f"{i}.parquet"))
         pq.write_table(version(rng, pa.concat_arrays([updated, new])), paths[-1])
     return paths
+
+
+def null_strings_as_null(data: pa.Table | pa.RecordBatch, columns: list[str]) -> pa.Table | pa.RecordBatch:
+    """The contest's rule for versions after the first: the string 'null' in ``columns``
+    stands for a null (one vectorised kernel per column)."""
+    for name in columns:
+        i = data.schema.get_field_index(name)
+        values = data.column(i)
+        data = data.set_column(i, data.schema.field(i), pc.if_else(pc.equal(values, "null"), None, values))
+    return data

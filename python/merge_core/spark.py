@@ -24,8 +24,9 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from ._inputs import column_names
-from ._options import Aggregate, Deduplicate, FirstRow, MergeSpec
+from ._options import Deduplicate, FirstRow, MergeSpec
 from ._sort import SortBuffer, sort
+from .contest import CONTEST_MERGE
 from .errors import InvalidInputError
 from .table import DataFile, DynamicFilter, Table
 
@@ -38,7 +39,7 @@ VERSION_COLUMN = "__merge_core_version"
 #: The CCF BDCI 2022 upsert (seed 003): requests summed, every other column takes its
 #: newest non-null value, and in versions after the first the string 'null' in name means null.
 CONTEST: dict[str, Any] = {
-    "merge": Aggregate(fields={"requests": "sum"}, default="last_non_null_value"),
+    "merge": CONTEST_MERGE,
     "null_strings": ["name"],
 }
 

@@ -1,0 +1,171 @@
+"""``merge-core table ...``: create, write, read, compact, inspect and expire a table."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import pyarrow.parquet as pq
+
+import merge_core as mc
+
+from . import contest
+
+EXAMPLES = """examples:
+  merge-core table create lake/users --like data/0.parquet -k uuid --buckets 8 --preset contest
+  merge-core table write lake/users data/*.parquet --null-string name     one commit per file
+  merge-core table read lake/users -o users.parquet --columns uuid,requests
+  merge-core table read lake/sales -o jan.parquet --partition day=2024-01-01 --partition day=2024-01-02
+  merge-core table compact lake/users --full
+  merge-core table info lake/users
+  merge-core table expire lake/users --keep 3
+"""
+
+
+def add_commands(commands: argparse._SubParsersAction, user_error: type[Exception]) -> None:
+    table = commands.add_parser(
+        "table",
+        help="a merge-on-read primary-key table: create | write | read | compact | info | expire",
+        description="A primary-key table of sorted Parquet runs, merged on read.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    actions = table.add_subparsers(dest="action", required=True, metavar="ACTION")
+
+    def sub(name: str, help: str) -> argparse.ArgumentParser:
+        p = actions.add_parser(
+            name, help=help, description=help, epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter
+        )
+        p.add_argument("path", help="the table's directory")
+        p.set_defaults(user_error=user_error)
+        return p
+
+    p = sub("create", "create an empty table with the schema of a Parquet file")
+    p.add_argument("--like", required=True, metavar="PARQUET", help="take the columns of this Parquet file")
+    p.add_argument("-k", "--key", required=True, action="append", help="key column (repeat for several)")
+    p.add_argument("--partition-by", action="append", default=[], metavar="COL")
+    p.add_argument("--buckets", type=int, default=4)
+    p.add_argument("--merge", default="deduplicate", help="deduplicate (default), first-row, partial-update, aggregate")
+    p.add_argument("--preset", choices=["contest"], help="the contest's rules: requests summed, others newest non-null")
+    p.add_argument("--sequence", action="append", default=[], metavar="COL")
+    p.set_defaults(run=cmd_create)
+
+    p = sub("write", "write Parquet files into the table, one commit per file, in order")
+    p.add_argument("inputs", nargs="+", metavar="IN")
+    p.add_argument("--row-kind", default=None, metavar="COL", help="column of row kinds (+I, -U, +U, -D)")
+    p.add_argument(
+        "--null-string",
+        action="append",
+        default=[],
+        metavar="COL",
+        help="in commits after the table's first, the string 'null' in COL means null",
+    )
+    p.add_argument("--memory", default="256MiB", help="sort memory of each write (default 256MiB)")
+    p.set_defaults(run=cmd_write)
+
+    p = sub("read", "read the merged table (or an older snapshot) into a Parquet file")
+    p.add_argument("-o", "--output", required=True)
+    p.add_argument("--columns", default=None, help="comma-separated columns (default: all)")
+    p.add_argument("--partition", action="append", default=[], metavar="COL=VALUE", help="read only these partitions")
+    p.add_argument("--snapshot", type=int, default=None)
+    p.set_defaults(run=cmd_read)
+
+    p = sub("compact", "merge the runs of each bucket (--full: into one run, dropping deletes)")
+    p.add_argument("--full", action="store_true")
+    p.set_defaults(run=cmd_compact)
+
+    p = sub("info", "show the table's definition, snapshot, files and runs")
+    p.set_defaults(run=cmd_info)
+
+    p = sub("expire", "remove old snapshots and the files nothing uses any more")
+    p.add_argument("--keep", type=int, default=1, help="snapshots to keep (default 1)")
+    p.add_argument("--orphan-age", type=float, default=3600.0, help="seconds before an unreferenced file is removed")
+    p.set_defaults(run=cmd_expire)
+
+
+def cmd_create(args: argparse.Namespace) -> int:
+    schema = _parquet(args, args.like).schema_arrow
+    merge = contest.CONTEST_MERGE if args.preset == "contest" else args.merge
+    table = mc.Table.create(
+        args.path,
+        schema,
+        key=args.key,
+        partition_by=args.partition_by,
+        buckets=args.buckets,
+        merge=merge,
+        sequence=args.sequence or None,
+    )
+    print(f"created {table.path}: key {table.key}, {table.buckets} buckets, merge {table.merge['function']}")
+    return 0
+
+
+def cmd_write(args: argparse.Namespace) -> int:
+    table = mc.Table.open(args.path)
+    files = [_parquet(args, p) for p in args.inputs]
+    for path, parquet in zip(args.inputs, files, strict=True):
+        start = time.perf_counter()
+        data = parquet.read()
+        if args.null_string and table.snapshot().id > 0:
+            data = contest.null_strings_as_null(data, args.null_string)
+        result = table.write(data, row_kind=args.row_kind, memory_limit=args.memory)
+        seconds = time.perf_counter() - start
+        print(
+            f"snapshot {result['snapshot']}: {path}: {data.num_rows:,} rows -> {result['files']} runs in {seconds:.2f}s"
+        )
+    return 0
+
+
+def cmd_read(args: argparse.Namespace) -> int:
+    table = mc.Table.open(args.path)
+    partitions: dict[str, list[str]] = {}
+    for item in args.partition:
+        column, sep, value = item.partition("=")
+        if not sep:
+            raise args.user_error(f"--partition takes COL=VALUE, got {item!r}")
+        partitions.setdefault(column, []).append(value)
+    columns = args.columns.split(",") if args.columns else None
+    start = time.perf_counter()
+    stream = table.read(columns=columns, partitions=partitions or None, snapshot=args.snapshot)
+    rows = 0
+    with pq.ParquetWriter(args.output, stream.schema) as writer:
+        for batch in stream:
+            writer.write_batch(batch)
+            rows += batch.num_rows
+    seconds = time.perf_counter() - start
+    s = stream.stats
+    print(
+        f"read snapshot {s['snapshot']}: {s['rows_in']:,} stored rows -> {rows:,} rows in {seconds:.2f}s "
+        f"({s['rows_in'] / max(seconds, 1e-9) / 1e6:.2f} M rows/s) -> {args.output}\n"
+        f"  files read {s['files_read']} of {s['files_total']}, "
+        f"partitions read {s['partitions_read']} of {s['partitions_total']}"
+    )
+    return 0
+
+
+def cmd_compact(args: argparse.Namespace) -> int:
+    start = time.perf_counter()
+    result = mc.Table.open(args.path).compact(full=args.full)
+    seconds = time.perf_counter() - start
+    kind = "full" if args.full else "partial"
+    merged, written = result["runs_merged"], result["files_written"]
+    print(f"{kind} compaction: {merged} runs -> {written} in {seconds:.2f}s (snapshot {result['snapshot']})")
+    return 0
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    print(json.dumps(mc.Table.open(args.path).info(), indent=2))
+    return 0
+
+
+def cmd_expire(args: argparse.Namespace) -> int:
+    result = mc.Table.open(args.path).expire(keep_snapshots=args.keep, orphan_age=args.orphan_age)
+    mib = result["bytes_removed"] / 2**20
+    print(f"removed {result['snapshots_removed']} snapshots and {result['files_removed']} files ({mib:.1f} MiB)")
+    return 0
+
+
+def _parquet(args: argparse.Namespace, path: str) -> pq.ParquetFile:
+    from .cli import _open_parquet  # late: cli imports this module
+
+    return _open_parquet(path)
