@@ -16,7 +16,7 @@ from .._inputs import as_stream_source, column_names
 from .._native import Stream
 from .._options import MergeSpec, merge_spec
 from .._sort import _native_options
-from ..errors import CommitConflictError, InvalidInputError
+from ..errors import CommitConflictError, InvalidInputError, TableExistsError
 from . import _format as fmt
 from ._files import RunWriter, open_run
 from ._format import KIND, SEQ, DataFile, Snapshot, TableMeta
@@ -104,6 +104,8 @@ class Table:
         )
         _check_merge(meta)
         root = Path(path)
+        if (fmt.meta_dir(root) / "table.json").exists():
+            raise TableExistsError(f"a table already exists at {root}")
         if root.exists() and any(p.name != "_meta" for p in root.iterdir()):
             raise InvalidInputError(f"{root} is not empty; a table needs a new or empty directory")
         fmt.create_meta(root, meta)
