@@ -25,6 +25,18 @@ pub enum MergeError {
     Internal(String),
 }
 
+impl MergeError {
+    /// A caught panic, as an internal error naming its message.
+    pub(crate) fn from_panic(panic: Box<dyn std::any::Any + Send>) -> Self {
+        let what = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".into());
+        MergeError::Internal(format!("panic: {what}"))
+    }
+}
+
 /// The crate's result type.
 pub type Result<T, E = MergeError> = std::result::Result<T, E>;
 

@@ -1,15 +1,22 @@
 //! Independent merges read as one stream. A table's read merges the runs of each
 //! (partition, bucket) on its own, since a key lives in exactly one of them; the groups'
-//! outputs follow one another. A group's merge starts only when the one before it has
-//! ended, so only one group's inputs are open at a time.
+//! outputs follow one another, in order.
+//!
+//! Up to `threads` groups are merged at once, each on its own thread, handing batches
+//! over a channel of [`CHANNEL_BATCHES`]: memory stays bounded by the groups in flight.
+//! A worker stops when its receiver is dropped (the stream was dropped or failed); it is
+//! never joined, since it may be waiting to read a run that needs a lock (Python's GIL)
+//! held by whoever drops the stream.
 
 use std::collections::VecDeque;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::Arc;
 
 use arrow_array::RecordBatch;
 use arrow_schema::{Schema, SchemaRef};
 
-use crate::error::{invalid, Result};
+use crate::error::{invalid, MergeError, Result};
 use crate::fold::Folder;
 use crate::run::{Layout, Run};
 use crate::stream::{merge_runs_into, output_schema, MergeOptions, MergeStream, SharedStats};
@@ -25,7 +32,12 @@ pub struct GroupOptions {
     /// The output is a run above older runs (a partial compaction): fold only as far as
     /// is sound and keep deletes.
     pub partial: bool,
+    /// Most groups merged at once (at least 1).
+    pub threads: usize,
 }
+
+/// Batches a group's worker may have ready before the reader takes them.
+const CHANNEL_BATCHES: usize = 2;
 
 /// Merges each group of runs (of `schema`) on its own, streaming the outputs in order.
 pub fn merge_groups(
@@ -51,7 +63,8 @@ pub fn merge_groups(
     let stats = Arc::new(SharedStats::default());
     let batches = Groups {
         pending: groups.into(),
-        current: None,
+        in_flight: VecDeque::new(),
+        threads: options.threads.max(1),
         merge: options.merge,
         merged_schema,
         projection,
@@ -64,7 +77,9 @@ pub fn merge_groups(
 
 struct Groups {
     pending: VecDeque<Vec<Run>>,
-    current: Option<MergeStream>,
+    /// The outputs of the groups being merged, oldest first.
+    in_flight: VecDeque<Receiver<Result<RecordBatch>>>,
+    threads: usize,
     merge: MergeOptions,
     merged_schema: SchemaRef,
     projection: Vec<usize>,
@@ -76,17 +91,40 @@ struct Groups {
 impl Groups {
     fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
         loop {
-            if let Some(current) = &mut self.current {
-                match current.next().transpose()? {
-                    Some(batch) => return self.project(batch).map(Some),
-                    None => self.current = None,
-                }
+            while self.in_flight.len() < self.threads {
+                let Some(runs) = self.pending.pop_front() else { break };
+                self.in_flight.push_back(self.start(runs));
             }
-            let Some(runs) = self.pending.pop_front() else { return Ok(None) };
-            let stream = merge_runs_into(runs, self.merge.clone(), false, self.stats.clone())?;
-            check_same_columns(&stream.schema(), &self.merged_schema)?;
-            self.current = Some(stream);
+            let Some(front) = self.in_flight.front() else { return Ok(None) };
+            match front.recv() {
+                Ok(batch) => return self.project(batch?).map(Some),
+                Err(_) => _ = self.in_flight.pop_front(), // the group is done
+            }
         }
+    }
+
+    /// Merges one group on a worker thread; its batches (or its error) come over the channel.
+    fn start(&self, runs: Vec<Run>) -> Receiver<Result<RecordBatch>> {
+        let (sender, receiver) = sync_channel(CHANNEL_BATCHES);
+        let (merge, stats, declared) = (self.merge.clone(), self.stats.clone(), self.merged_schema.clone());
+        std::thread::spawn(move || {
+            let work = AssertUnwindSafe(|| -> Result<()> {
+                let stream = merge_runs_into(runs, merge, false, stats)?;
+                check_same_columns(&stream.schema(), &declared)?;
+                for batch in stream {
+                    if sender.send(Ok(batch?)).is_err() {
+                        break; // nobody reads any more
+                    }
+                }
+                Ok(())
+            });
+            // A panic must reach the reader as an error: a closed channel means "done".
+            let result = catch_unwind(work).unwrap_or_else(|panic| Err(MergeError::from_panic(panic)));
+            if let Err(e) = result {
+                let _ = sender.send(Err(e));
+            }
+        });
+        receiver
     }
 
     fn project(&self, batch: RecordBatch) -> Result<RecordBatch> {
@@ -119,7 +157,8 @@ impl Iterator for Groups {
         let result = self.next_batch();
         self.failed = result.is_err();
         if self.failed {
-            self.current = None; // close the inputs now
+            self.in_flight.clear(); // workers see their receivers gone and stop
+            self.pending.clear();
         }
         result.transpose()
     }

@@ -45,15 +45,5 @@ pub(crate) fn guard<T: Send>(
     work: impl FnOnce() -> Result<T, MergeError> + Send,
 ) -> PyResult<T> {
     let result = py.detach(|| catch_unwind(AssertUnwindSafe(work)));
-    result.unwrap_or_else(|panic| Err(panic_error(panic))).map_err(|e| to_py_err(py, e))
-}
-
-/// A caught panic as an internal error.
-pub(crate) fn panic_error(panic: Box<dyn std::any::Any + Send>) -> MergeError {
-    let what = panic
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic".into());
-    MergeError::Internal(format!("panic: {what}"))
+    result.unwrap_or_else(|panic| Err(MergeError::from_panic(panic))).map_err(|e| to_py_err(py, e))
 }

@@ -12,7 +12,8 @@ use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyDict};
 
-use super::errors::{guard, panic_error, to_py_err};
+use super::errors::{guard, to_py_err};
+use crate::error::MergeError;
 use crate::stream::{MergeReader, MergeStream, StatsHandle};
 
 /// A lazy stream of merged record batches.
@@ -167,7 +168,7 @@ impl Iterator for PanicSafeReader {
             return None;
         }
         let item = catch_unwind(AssertUnwindSafe(|| self.inner.next()))
-            .unwrap_or_else(|panic| Some(Err(ArrowError::ExternalError(Box::new(panic_error(panic))))));
+            .unwrap_or_else(|panic| Some(Err(ArrowError::ExternalError(Box::new(MergeError::from_panic(panic))))));
         self.failed = matches!(item, Some(Err(_)));
         item
     }

@@ -40,7 +40,7 @@ pub(crate) fn bucket_ids<'py>(
 /// Merges each group of runs on its own into one lazy stream (a table read or compaction).
 #[pyfunction]
 #[allow(clippy::too_many_arguments)] // mirrors the Python call one to one
-#[pyo3(signature = (schema, groups, key, sequence, row_kind, merge, batch_size, columns, partial, stats))]
+#[pyo3(signature = (schema, groups, key, sequence, row_kind, merge, batch_size, columns, partial, stats, threads))]
 pub(crate) fn merge_groups(
     py: Python<'_>,
     schema: &Bound<'_, PyAny>,
@@ -53,6 +53,7 @@ pub(crate) fn merge_groups(
     columns: Option<Vec<String>>,
     partial: bool,
     stats: Vec<(String, u64)>,
+    threads: usize,
 ) -> PyResult<PyStream> {
     let schema = Arc::new(Schema::from_pyarrow_bound(schema)?);
     let groups = groups
@@ -70,6 +71,7 @@ pub(crate) fn merge_groups(
         },
         columns,
         partial,
+        threads,
     };
     let stream = guard(py, || merge_groups_impl(schema, groups, options))?;
     Ok(PyStream::new(stream).with_extra_stats(stats))

@@ -306,6 +306,7 @@ class Table:
         dynamic_filter: DynamicFilter | Sequence[DynamicFilter] | None = None,
         snapshot: int | None = None,
         batch_size: int = READ_BATCH_ROWS,
+        threads: int | None = None,
     ) -> Stream:
         """The table's rows as a lazy :class:`Stream`, one row per live key.
 
@@ -315,6 +316,8 @@ class Table:
             dynamic_filter: one or more :class:`DynamicFilter` pruning partitions by the
                 values of a build side.
             snapshot: an older snapshot's id (the latest by default).
+            threads: buckets merged at once (default: one per CPU); the output keeps
+                bucket order whatever the number.
 
         The stream's ``stats`` add what was pruned: ``partitions_total``,
         ``partitions_read``, ``partitions_pruned``, ``files_total``, ``files_read``,
@@ -322,10 +325,11 @@ class Table:
         """
         if not isinstance(batch_size, int) or batch_size < 1:
             raise InvalidInputError(f"batch_size must be a positive integer, got {batch_size!r}")
+        if threads is not None and (not isinstance(threads, int) or threads < 1):
+            raise InvalidInputError(f"threads must be a positive integer, got {threads!r}")
         plan = self._plan_read(columns, partitions, dynamic_filter, snapshot)
-        return self._merge(
-            plan.groups, plan.schema, plan.columns, partial=False, stats=plan.stats, batch_size=batch_size
-        )
+        threads = threads or os.cpu_count() or 1
+        return self._merge(plan.groups, plan.schema, plan.columns, False, plan.stats, batch_size, threads)
 
     def _plan_read(
         self,
@@ -353,21 +357,15 @@ class Table:
         partial: bool,
         stats: dict[str, int],
         batch_size: int = READ_BATCH_ROWS,
+        threads: int = 1,
     ) -> Stream:
         """Each group's runs (one bucket's, oldest first) merged by the table's merge function."""
         runs = [[open_run(self._root, f, schema) for f in files] for files in groups]
         meta = self._meta
+        sequence = [*meta.sequence, SEQ]
+        extra = list(stats.items())
         return _native.merge_groups(
-            schema,
-            runs,
-            meta.key,
-            [*meta.sequence, SEQ],
-            KIND,
-            meta.merge,
-            batch_size,
-            columns,
-            partial,
-            list(stats.items()),
+            schema, runs, meta.key, sequence, KIND, meta.merge, batch_size, columns, partial, extra, threads
         )
 
     # -- housekeeping ---------------------------------------------------------------
