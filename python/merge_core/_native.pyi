@@ -47,3 +47,18 @@ class SortBuffer:
     def spill_path(self) -> str | None: ...
 
 def sort(source: object, options: dict[str, Any]) -> Stream: ...
+
+def bucket_ids(batch: pa.RecordBatch, key: list[str], buckets: int) -> pa.UInt32Array: ...
+def merge_groups(
+    schema: pa.Schema,
+    groups: list[list[Any]],
+    key: list[str],
+    sequence: list[str],
+    row_kind: str | None,
+    merge: dict[str, Any],
+    batch_size: int,
+    columns: list[str] | None,
+    partial: bool,
+    stats: list[tuple[str, int]],
+    threads: int,
+) -> Stream: ...
