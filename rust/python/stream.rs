@@ -167,8 +167,9 @@ impl Iterator for PanicSafeReader {
         if self.failed {
             return None;
         }
-        let item = catch_unwind(AssertUnwindSafe(|| self.inner.next()))
-            .unwrap_or_else(|panic| Some(Err(ArrowError::ExternalError(Box::new(MergeError::from_panic(panic))))));
+        let item = catch_unwind(AssertUnwindSafe(|| self.inner.next())).unwrap_or_else(|panic| {
+            Some(Err(ArrowError::ExternalError(Box::new(MergeError::from_panic(panic)))))
+        });
         self.failed = matches!(item, Some(Err(_)));
         item
     }
