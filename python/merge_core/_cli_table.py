@@ -6,6 +6,7 @@ import argparse
 import json
 import time
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 import merge_core as mc
@@ -105,14 +106,14 @@ def cmd_write(args: argparse.Namespace) -> int:
     files = [_parquet(args, p) for p in args.inputs]
     for path, parquet in zip(args.inputs, files, strict=True):
         start = time.perf_counter()
-        data = parquet.read()
+        batches = parquet.iter_batches(batch_size=65536)  # streamed: never the whole file in memory
         if args.null_string and table.snapshot().id > 0:
-            data = contest.null_strings_as_null(data, args.null_string)
+            batches = (contest.null_strings_as_null(b, args.null_string) for b in batches)
+        data = pa.RecordBatchReader.from_batches(parquet.schema_arrow, batches)
         result = table.write(data, row_kind=args.row_kind, memory_limit=args.memory)
         seconds = time.perf_counter() - start
-        print(
-            f"snapshot {result['snapshot']}: {path}: {data.num_rows:,} rows -> {result['files']} runs in {seconds:.2f}s"
-        )
+        rows, runs = parquet.metadata.num_rows, result["files"]
+        print(f"snapshot {result['snapshot']}: {path}: {rows:,} rows -> {runs} runs in {seconds:.2f}s")
     return 0
 
 
