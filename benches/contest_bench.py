@@ -24,6 +24,7 @@ def direct_upsert(spark, paths: list[str], out: str, buckets: int) -> None:
     import merge_core.spark as mcs
     import numpy as np
     import pyarrow as pa
+    from merge_core import contest
 
     os.makedirs(out, exist_ok=True)
     for old in os.listdir(out):
@@ -40,9 +41,7 @@ def direct_upsert(spark, paths: list[str], out: str, buckets: int) -> None:
                 mine = table.filter(pa.array(first % buckets == bucket))
                 mine = mine.append_column(mcs.VERSION_COLUMN, pa.array(np.full(mine.num_rows, version, np.int32)))
                 if version > 0:
-                    name = mine.column("name")
-                    cleaned = pa.compute.if_else(pa.compute.equal(name, "null"), pa.scalar(None, pa.string()), name)
-                    mine = mine.set_column(mine.schema.get_field_index("name"), "name", cleaned)
+                    mine = contest.null_strings_as_null(mine, ["name"])
                 if buffer is None:
                     buffer = mc.SortBuffer(
                         mine.schema,

@@ -4,7 +4,7 @@
 //!
 //! Up to `threads` groups are merged at once, each on its own thread, handing batches
 //! over a channel of [`CHANNEL_BATCHES`]: memory stays bounded by the groups in flight.
-//! A worker stops when its receiver is dropped (the stream was dropped or failed); it is
+//! A worker stops when its receiver is dropped (with the stream, or at its first error); it is
 //! never joined, since it may be waiting to read a run that needs a lock (Python's GIL)
 //! held by whoever drops the stream.
 
@@ -19,7 +19,9 @@ use arrow_schema::{Schema, SchemaRef};
 use crate::error::{invalid, MergeError, Result};
 use crate::fold::Folder;
 use crate::run::{Layout, Run};
-use crate::stream::{merge_runs_into, output_schema, MergeOptions, MergeStream, SharedStats};
+use crate::stream::{
+    merge_runs_into, output_schema, BatchSource, MergeOptions, MergeStream, SharedStats, UntilError,
+};
 
 /// Options of [`merge_groups`].
 #[derive(Debug, Clone)]
@@ -70,9 +72,8 @@ pub fn merge_groups(
         projection,
         output: output.clone(),
         stats: stats.clone(),
-        failed: false,
     };
-    Ok(MergeStream::from_parts(output, Box::new(batches), stats))
+    Ok(MergeStream::from_parts(output, Box::new(UntilError(Some(batches))), stats))
 }
 
 struct Groups {
@@ -85,10 +86,9 @@ struct Groups {
     projection: Vec<usize>,
     output: SchemaRef,
     stats: Arc<SharedStats>,
-    failed: bool,
 }
 
-impl Groups {
+impl BatchSource for Groups {
     fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
         loop {
             while self.in_flight.len() < self.threads {
@@ -102,7 +102,9 @@ impl Groups {
             }
         }
     }
+}
 
+impl Groups {
     /// Merges one group on a worker thread; its batches (or its error) come over the channel.
     fn start(&self, runs: Vec<Run>) -> Receiver<Result<RecordBatch>> {
         let (sender, receiver) = sync_channel(CHANNEL_BATCHES);
@@ -145,21 +147,4 @@ fn check_same_columns(found: &Schema, declared: &Schema) -> Result<()> {
         return Ok(());
     }
     Err(invalid!("schema mismatch: a group's runs have schema {found:?}, but the read declared {declared:?}"))
-}
-
-impl Iterator for Groups {
-    type Item = Result<RecordBatch>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.failed {
-            return None;
-        }
-        let result = self.next_batch();
-        self.failed = result.is_err();
-        if self.failed {
-            self.in_flight.clear(); // workers see their receivers gone and stop
-            self.pending.clear();
-        }
-        result.transpose()
-    }
 }

@@ -342,7 +342,7 @@ impl BuildMerge {
         if self.folder.may_add_nulls() {
             runs.store.add_null_row(&self.layout.schema);
         }
-        Box::new(Merger {
+        Box::new(UntilError(Some(Merger {
             runs,
             engine,
             folder: self.folder,
@@ -350,10 +350,9 @@ impl BuildMerge {
             group: Group::default(),
             batch_size: self.options.batch_size,
             exhausted: false,
-            failed: false,
             stats: self.stats,
             published: Default::default(),
-        })
+        })))
     }
 }
 
@@ -366,13 +365,12 @@ struct Merger<E: KeyEncoder, M> {
     group: Group,
     batch_size: usize,
     exhausted: bool,
-    failed: bool,
     stats: Arc<SharedStats>,
     /// Rows read and comparisons made already added to `stats`.
     published: (u64, u64),
 }
 
-impl<E: KeyEncoder, M: MergeEngine<E>> Merger<E, M> {
+impl<E: KeyEncoder, M: MergeEngine<E>> BatchSource for Merger<E, M> {
     fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
         while !self.exhausted && self.builder.len() < self.batch_size {
             self.group.clear();
@@ -388,7 +386,9 @@ impl<E: KeyEncoder, M: MergeEngine<E>> Merger<E, M> {
         self.publish_stats(n);
         Ok(batch)
     }
+}
 
+impl<E: KeyEncoder, M: MergeEngine<E>> Merger<E, M> {
     /// Drops the stored batches that neither a cursor nor a pending row needs.
     fn release_batches(&mut self) {
         let builder = &mut self.builder;
@@ -406,16 +406,24 @@ impl<E: KeyEncoder, M: MergeEngine<E>> Merger<E, M> {
     }
 }
 
-impl<E: KeyEncoder, M: MergeEngine<E>> Iterator for Merger<E, M> {
+/// Something that produces output batches one call at a time.
+pub(crate) trait BatchSource {
+    /// The next batch, `None` at the end.
+    fn next_batch(&mut self) -> Result<Option<RecordBatch>>;
+}
+
+/// The batches of a source until its end or first error. The source is dropped then:
+/// after an error its state may be half updated, and dropping it releases its inputs now.
+pub(crate) struct UntilError<S>(pub Option<S>);
+
+impl<S: BatchSource> Iterator for UntilError<S> {
     type Item = Result<RecordBatch>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.failed {
-            return None;
+        let result = self.0.as_mut()?.next_batch();
+        if !matches!(result, Ok(Some(_))) {
+            self.0 = None;
         }
-        let result = self.next_batch();
-        // After an error the stream ends: its state may be half updated.
-        self.failed = result.is_err();
         result.transpose()
     }
 }

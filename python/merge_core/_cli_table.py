@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 import merge_core as mc
 
 from . import contest
+from .cli import UserError, _open_parquet
 
 EXAMPLES = """examples:
   merge-core table create lake/users --like data/0.parquet -k uuid --buckets 8 --preset contest
@@ -24,7 +25,7 @@ EXAMPLES = """examples:
 """
 
 
-def add_commands(commands: argparse._SubParsersAction, user_error: type[Exception]) -> None:
+def add_commands(commands: argparse._SubParsersAction) -> None:
     table = commands.add_parser(
         "table",
         help="a merge-on-read primary-key table: create | write | read | compact | info | expire",
@@ -39,7 +40,6 @@ def add_commands(commands: argparse._SubParsersAction, user_error: type[Exceptio
             name, help=help, description=help, epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter
         )
         p.add_argument("path", help="the table's directory")
-        p.set_defaults(user_error=user_error)
         return p
 
     p = sub("create", "create an empty table with the schema of a Parquet file")
@@ -86,7 +86,7 @@ def add_commands(commands: argparse._SubParsersAction, user_error: type[Exceptio
 
 
 def cmd_create(args: argparse.Namespace) -> int:
-    schema = _parquet(args, args.like).schema_arrow
+    schema = _open_parquet(args.like).schema_arrow
     merge = contest.CONTEST_MERGE if args.preset == "contest" else args.merge
     table = mc.Table.create(
         args.path,
@@ -103,7 +103,7 @@ def cmd_create(args: argparse.Namespace) -> int:
 
 def cmd_write(args: argparse.Namespace) -> int:
     table = mc.Table.open(args.path)
-    files = [_parquet(args, p) for p in args.inputs]
+    files = [_open_parquet(p) for p in args.inputs]
     for path, parquet in zip(args.inputs, files, strict=True):
         start = time.perf_counter()
         batches = parquet.iter_batches(batch_size=65536)  # streamed: never the whole file in memory
@@ -123,7 +123,7 @@ def cmd_read(args: argparse.Namespace) -> int:
     for item in args.partition:
         column, sep, value = item.partition("=")
         if not sep:
-            raise args.user_error(f"--partition takes COL=VALUE, got {item!r}")
+            raise UserError(f"--partition takes COL=VALUE, got {item!r}")
         partitions.setdefault(column, []).append(value)
     columns = args.columns.split(",") if args.columns else None
     start = time.perf_counter()
@@ -164,9 +164,3 @@ def cmd_expire(args: argparse.Namespace) -> int:
     mib = result["bytes_removed"] / 2**20
     print(f"removed {result['snapshots_removed']} snapshots and {result['files_removed']} files ({mib:.1f} MiB)")
     return 0
-
-
-def _parquet(args: argparse.Namespace, path: str) -> pq.ParquetFile:
-    from .cli import _open_parquet  # late: cli imports this module
-
-    return _open_parquet(path)

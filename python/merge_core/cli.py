@@ -274,7 +274,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     from ._cli_table import add_commands
 
-    add_commands(commands, UserError)
+    add_commands(commands)
     return parser
 
 

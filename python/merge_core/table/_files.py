@@ -33,7 +33,6 @@ class RunWriter:
         self._pending_rows = 0
         self.rows = 0
         self.retracts = 0
-        self.max_sequence = -1
 
     def write(self, batch: pa.RecordBatch) -> None:
         """Adds sorted rows of the table's columns. ``_kind`` defaults to +I; ``_seq``
@@ -45,7 +44,6 @@ class RunWriter:
             batch = batch.append_column(SEQ, seq)
         batch = pa.RecordBatch.from_arrays([batch.column(n) for n in self.schema.names], schema=self.schema)
         if batch.num_rows:
-            self.max_sequence = max(self.max_sequence, pc.max(batch.column(SEQ)).as_py())
             self.retracts += pc.sum(pc.is_in(batch.column(KIND), RETRACT_CODES)).as_py()
         self.rows += batch.num_rows
         self._pending.append(batch)
@@ -70,7 +68,6 @@ class RunWriter:
             self.rows,
             self.retracts,
             self.level,
-            max_sequence=self.max_sequence,
             bytes=size,
         )
 

@@ -80,8 +80,9 @@ class DataFile:
 
     A written run numbers its rows ``_seq`` = 0, 1, ... and the commit gives it
     ``sequence_base``: a row's sequence number is ``sequence_base + _seq``. Compaction
-    outputs hold absolute numbers (``sequence_base`` 0). Runs of a bucket merge in the
-    order of ``max_sequence``.
+    outputs hold absolute numbers (``sequence_base`` 0). ``max_sequence`` is set by the
+    commit (or, for a compaction output, taken from its inputs); runs of a bucket merge
+    in its order.
     """
 
     path: str  # relative to the table, with '/'

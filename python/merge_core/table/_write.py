@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 
 from .. import _native
 from .._inputs import as_stream_source
-from .._sort import _native_options
+from .._sort import _native_options, _reraise
 from ..errors import InvalidInputError
 from ._files import RunWriter, group_boundaries
 from ._format import KIND, DataFile, TableMeta
@@ -66,7 +66,7 @@ class PartitionNumbers:
         if not self.columns:
             return ()
         codes = [number] if len(self.columns) == 1 else map(int, self.combined.values[number].as_py().split("/"))
-        return tuple(d.values.cast(pa.string())[c].as_py() for d, c in zip(self.per_column, codes, strict=True))
+        return tuple(d.values[c].cast(pa.string()).as_py() for d, c in zip(self.per_column, codes, strict=True))
 
 
 def kind_codes(column: pa.Array) -> pa.Array:
@@ -140,7 +140,7 @@ def write_runs(
             buffer.write(pa.Table.from_batches([batch.append_column(GROUP, pa.array(groups))]))
         return _cut_runs(root, meta, buffer.finish(), partitions)
     except ValueError as e:
-        raise e if isinstance(e, InvalidInputError) else InvalidInputError(str(e)) from e
+        raise _reraise(e) from e
     finally:
         buffer.close()
 
