@@ -15,12 +15,15 @@ import pyarrow.parquet as pq
 import merge_core as mc
 import merge_core.spark  # noqa: F401  (mc.spark)
 
+from .bench import SUITES
+
 EXAMPLES = """examples:
   merge-core demo                                   contest upsert on Spark: merge-core vs Spark SQL
   merge-core gen data/ --rows 2000000 --increments 10
   merge-core upsert data/*.parquet -o merged/ --key uuid --preset contest
   merge-core merge run1.parquet run2.parquet -k id --merge deduplicate -o merged.parquet
   merge-core sort big.parquet -k id --memory 256MiB -o sorted.parquet
+  merge-core bench --scale small                    merge-core vs DuckDB, Polars, DataFusion, Spark, pypaimon
   merge-core table --help                           merge-on-read tables: create, write, read, compact
 """
 
@@ -202,6 +205,15 @@ def cmd_demo(args: argparse.Namespace) -> int:
         return 0 if same else 1
 
 
+def cmd_bench(args: argparse.Namespace) -> int:
+    from .bench import run
+
+    command = " ".join(["merge-core bench", f"--scale {args.scale}", *(f"--only {s}" for s in args.only or [])])
+    report = run(args.scale, args.out, args.only, args.master, args.repeat, command)
+    print(f"report: {report}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     def sub(name: str, help: str) -> argparse.ArgumentParser:
         return commands.add_parser(
@@ -271,6 +283,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--master", default="local[2]")
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(run=cmd_demo)
+
+    p = sub("bench", "run merge-core and its peers on the same generated data; write a report with charts")
+    p.add_argument("--scale", default="small", choices=["tiny", "small", "full"], help="data size (default small)")
+    p.add_argument("--out", default="docs/benchmarks", help="folder for README.md and the PNG charts")
+    p.add_argument("--only", action="append", choices=SUITES, metavar="SUITE", help=f"run only these: {SUITES}")
+    p.add_argument("--repeat", type=int, default=None, help="runs of each timing (default: by scale)")
+    p.add_argument("--master", default="local[2]", help="Spark master for the Spark suites")
+    p.set_defaults(run=cmd_bench)
 
     from ._cli_table import add_commands
 

@@ -1,0 +1,98 @@
+"""`merge-core bench`: merge-core side by side with the tools a user would pick instead,
+on the same generated inputs in one run, written up as a Markdown report with charts.
+
+Suites (each in its own module, each returning a report section):
+``kway`` (k-way merge of sorted runs), ``upsert`` (the contest upsert read), ``sort``
+(external sort at 8x the memory limit), ``table`` (mc.Table vs pypaimon, and dynamic
+partition pruning), ``spark`` (the contest upsert as a Spark job).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+
+from ._measure import MiB, Section, missing, progress
+from ._report import write
+
+
+@dataclass(frozen=True)
+class Scale:
+    base_rows: int  # contest base rows (increments: 10 x base/5)
+    kway_runs: int
+    kway_rows_per_run: int
+    sort_limit: int  # bytes; the sort's data is 8x this
+    repeat: int
+
+
+SCALES = {
+    "tiny": Scale(20_000, 8, 20_000, 4 * MiB, 1),
+    "small": Scale(200_000, 16, 100_000, 16 * MiB, 2),
+    "full": Scale(2_000_000, 16, 1_000_000, 64 * MiB, 3),
+}
+SUITES = ["kway", "upsert", "sort", "table", "spark"]
+SORT_FACTOR = 8
+
+
+def run(
+    scale: str = "small",
+    out: str = "docs/benchmarks",
+    suites: list[str] | None = None,
+    master: str = "local[2]",
+    repeat: int | None = None,
+    command: str | None = None,
+) -> str:
+    """Runs the suites at `scale`, writes the report and charts into `out`; returns the
+    report's path. Generated data lives in a temporary folder removed at the end."""
+    if scale not in SCALES:
+        raise ValueError(f"unknown scale {scale!r}: use one of {', '.join(SCALES)}")
+    unknown = set(suites or []) - set(SUITES)
+    if unknown:
+        raise ValueError(f"unknown suite(s) {', '.join(sorted(unknown))}: use {', '.join(SUITES)}")
+    chosen = [s for s in SUITES if s in (suites or SUITES)]
+    size = SCALES[scale]
+    repeat = repeat or size.repeat
+    spark = None
+    sections: list[Section] = []
+    with tempfile.TemporaryDirectory(prefix="merge-core-bench-") as tmp:
+        try:
+            if {"upsert", "spark"} & set(chosen) and not missing("pyspark"):
+                from . import _spark
+
+                spark = _spark.session(master)
+            for suite in chosen:
+                progress(f"{suite}:")
+                folder = os.path.join(tmp, suite)
+                sections.append(run_suite(suite, folder, size, repeat, spark))
+                shutil.rmtree(folder, ignore_errors=True)  # keep the disk footprint to one suite
+        finally:
+            if spark is not None:
+                spark.stop()
+    return write(sections, out, scale, command or f"merge-core bench --scale {scale}")
+
+
+def run_suite(suite: str, folder: str, size: Scale, repeat: int, spark) -> Section:
+    os.makedirs(folder, exist_ok=True)
+    if suite == "kway":
+        from . import _kway
+
+        return _kway.run(folder, size.kway_runs, size.kway_rows_per_run, repeat)
+    if suite == "upsert":
+        from . import _upsert
+
+        return _upsert.run(folder, size.base_rows, repeat, spark)
+    if suite == "sort":
+        from . import _sort
+
+        return _sort.run(folder, size.sort_limit, SORT_FACTOR)
+    if suite == "table":
+        from . import _table
+
+        return _table.run(folder, size.base_rows, repeat)
+    from . import _spark
+
+    if spark is None:
+        return Section("spark", "Contest upsert as a Spark job", ["skipped: pyspark is not installed"], [])
+    return _spark.run(folder, size.base_rows, repeat, spark)

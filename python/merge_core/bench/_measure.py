@@ -1,0 +1,135 @@
+"""Timing, memory and result checks shared by every benchmark suite."""
+
+from __future__ import annotations
+
+import importlib.util
+import resource
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+MiB = 1 << 20
+
+
+@dataclass
+class Run:
+    """One tool's figures in one suite; `note` says why a run has no figures."""
+
+    tool: str
+    seconds: float | None = None
+    rows: int | None = None
+    peak_bytes: int | None = None
+    same: bool | None = None
+    note: str = ""
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Section:
+    """A suite's part of the report."""
+
+    name: str
+    title: str
+    about: list[str]
+    runs: list[Run]
+    extra_columns: list[str] = field(default_factory=list)
+    after: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Peer:
+    """A tool to time: `module` is what must be importable for it to run."""
+
+    tool: str
+    run: Callable[[], Any]
+    module: str | None = None
+
+
+def missing(module: str | None) -> str | None:
+    """Why a peer cannot run here, or None."""
+    if module is None or importlib.util.find_spec(module) is not None:
+        return None
+    return f"skipped: {module} is not installed"
+
+
+def peak_rss() -> int:
+    """This process's resident high-water mark (VmHWM; `ru_maxrss` would include a parent's)."""
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmHWM:"))
+
+
+def rss() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * resource.getpagesize()
+
+
+def reset_peak_rss() -> None:
+    """Lets VmHWM measure one run in a long process (Linux: clear_refs 5); harmless elsewhere."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass
+
+
+def written_bytes() -> int:
+    with open("/proc/self/io") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("wchar:"))
+
+
+def progress(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def time_peers(peers: list[Peer], repeat: int, rows: int, same: Callable[[Any, Any], bool]) -> list[Run]:
+    """Times each peer (best of `repeat`) with its peak memory above where it started, and
+    checks its result against the first peer's. A peer that fails is reported, not faked."""
+    runs, reference = [], None
+    for peer in peers:
+        why = missing(peer.module)
+        if why:
+            runs.append(Run(peer.tool, note=why))
+            progress(f"  {peer.tool}: {why}")
+            continue
+        try:
+            seconds, peak, result = measure(peer.run, repeat)
+        except Exception as error:  # a peer's failure is a finding of the benchmark
+            runs.append(Run(peer.tool, note=f"failed: {type(error).__name__}: {str(error).splitlines()[0][:160]}"))
+            progress(f"  {peer.tool}: {runs[-1].note}")
+            continue
+        if reference is None:
+            reference = result
+        runs.append(Run(peer.tool, seconds, rows, peak, same(reference, result)))
+        progress(f"  {peer.tool}: {seconds:.2f} s, peak +{peak // MiB} MiB, same result: {runs[-1].same}")
+        del result
+    return runs
+
+
+def measure(run: Callable[[], Any], repeat: int) -> tuple[float, int, Any]:
+    """Best time of `repeat` runs, the highest memory above the start, the last result."""
+    best, peak, result = float("inf"), 0, None
+    for _ in range(repeat):
+        result = None  # the previous result must not count against this run's memory
+        reset_peak_rss()
+        base = rss()
+        start = time.perf_counter()
+        result = run()
+        best = min(best, time.perf_counter() - start)
+        peak = max(peak, peak_rss() - base)
+    return best, peak, result
+
+
+def same_rows(reference: pa.Table, other: Any, order_by: str | None = None) -> bool:
+    """Equal content, column by column in the reference's schema (string layouts and
+    nullability aside); ordered by `order_by` first when the tools' row orders may differ."""
+    other = other if isinstance(other, pa.Table) else pa.table(other)
+    if other.num_rows != reference.num_rows or set(other.column_names) != set(reference.column_names):
+        return False
+    other = other.select(reference.column_names).cast(reference.schema)
+    if order_by:
+        reference, other = reference.sort_by(order_by), other.sort_by(order_by)
+    return other.equals(reference)

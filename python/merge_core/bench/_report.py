@@ -1,0 +1,129 @@
+"""The Markdown report and PNG charts of a benchmark run."""
+
+from __future__ import annotations
+
+import datetime as dt
+import importlib.metadata
+import os
+import platform
+
+from ._measure import MiB, Run, Section, missing
+
+PACKAGES = ["merge-core", "pyarrow", "datafusion", "duckdb", "polars", "pyspark", "pypaimon"]
+
+
+def versions() -> dict[str, str | None]:
+    found = {}
+    for package in PACKAGES:
+        try:
+            found[package] = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            found[package] = None
+    return found
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+        with open("/proc/meminfo") as f:
+            memory = int(next(line.split()[1] for line in f if line.startswith("MemTotal"))) >> 20
+        cpu += f", {memory} GiB"
+    except (OSError, StopIteration):
+        pass
+    system = f"{platform.system()} {platform.release()}"
+    return f"{cpu}, {os.cpu_count()} cores, {system}, Python {platform.python_version()}"
+
+
+def baseline(section: Section, run: Run) -> Run | None:
+    """The merge-core run a ratio refers to: the first in the same group ("group: tool")."""
+    group = run.tool.split(": ")[0] if ": " in run.tool else None
+    for other in section.runs:
+        same_group = group is None or other.tool.startswith(f"{group}: ")
+        if same_group and "merge-core" in other.tool and other.seconds:
+            return other
+    return None
+
+
+def row(section: Section, run: Run) -> str:
+    if run.seconds is None:
+        cells = [run.tool, run.note or "no figures"] + [""] * (4 + len(section.extra_columns))
+        return "| " + " | ".join(cells) + " |"
+    mine = baseline(section, run)
+    cells = [
+        run.tool,
+        f"{run.seconds:.2f}",
+        f"{run.rows / run.seconds / 1e6:.2f}" if run.rows else "",
+        f"{run.seconds / mine.seconds:.2f}x" if mine else "",
+        str(run.peak_bytes // MiB) if run.peak_bytes is not None else "n/a",
+        {True: "yes", False: "**NO**", None: "n/a"}[run.same] + (f" ({run.note})" if run.note else ""),
+    ]
+    cells += [run.extra.get(c, "") for c in section.extra_columns]
+    return "| " + " | ".join(cells) + " |"
+
+
+def section_text(section: Section, chart: str | None) -> list[str]:
+    columns = ["tool", "seconds", "M rows/s", "time vs merge-core", "peak memory (MiB)", "same result"]
+    columns += section.extra_columns
+    lines = [f"## {section.title}", "", *(f"- {line}" for line in section.about), ""]
+    aligns = ["---"] + ["---:"] * 4 + ["---"] + ["---:"] * len(section.extra_columns)
+    lines += ["| " + " | ".join(columns) + " |", "|" + "|".join(aligns) + "|"]
+    lines += [row(section, run) for run in section.runs]
+    if chart:
+        lines += ["", f"![{section.title}]({chart})"]
+    if section.after:
+        lines += ["", *section.after]
+    return [*lines, ""]
+
+
+def chart(section: Section, folder: str) -> str | None:
+    """A bar chart of the section's times; None when matplotlib is not installed."""
+    if missing("matplotlib"):
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    timed = [run for run in section.runs if run.seconds]
+    if not timed:
+        return None
+    fig, ax = plt.subplots(figsize=(8, 0.4 * len(timed) + 1.2))
+    colours = ["#1f6fb4" if "merge-core" in run.tool else "#9aa5b1" for run in timed]
+    ax.barh([run.tool for run in timed], [run.seconds for run in timed], color=colours)
+    ax.invert_yaxis()
+    ax.set_xlabel("seconds (lower is better)")
+    ax.set_title(section.title, fontsize=10)
+    for i, run in enumerate(timed):
+        ax.text(run.seconds, i, f" {run.seconds:.2f}", va="center", fontsize=8)
+    fig.tight_layout()
+    name = f"{section.name}.png"
+    fig.savefig(os.path.join(folder, name), dpi=100)
+    plt.close(fig)
+    return name
+
+
+def write(sections: list[Section], folder: str, scale: str, command: str) -> str:
+    """Writes `README.md` and one chart per section into `folder`; returns the report path."""
+    os.makedirs(folder, exist_ok=True)
+    found = versions()
+    lines = [
+        "# merge-core benchmarks",
+        "",
+        f"- Made by `{command}` on {dt.date.today().isoformat()} (scale `{scale}`), in one run on the same inputs.",
+        f"- Machine: {machine()}. Shared and noisy: compare the ratios of one run, not absolute times.",
+        "- Versions: " + ", ".join(f"{k} {v or 'not installed'}" for k, v in found.items()) + ".",
+        "- Times are the best of the repeats; `time vs merge-core` is a tool's time over merge-core's (above 1:"
+        " merge-core is faster); rows/s count input rows; `same result` is each result checked against"
+        " merge-core's. Tools that are not installed or fail are listed as such, never estimated.",
+    ]
+    if missing("matplotlib"):
+        lines.append("- Charts skipped: matplotlib is not installed.")
+    lines.append("")
+    for section in sections:
+        lines += section_text(section, chart(section, folder))
+    path = os.path.join(folder, "README.md")
+    with open(path, "w") as f:
+        f.write("\n".join(lines))
+    return path

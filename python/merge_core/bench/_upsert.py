@@ -1,0 +1,150 @@
+"""The contest upsert read (seed 003): 11 versions of a table merged by key with the
+contest's rules (requests summed, other columns newest non-null, 'null' names after the
+base are nulls), by merge-core and by the engines a user would pick instead."""
+
+from __future__ import annotations
+
+import os
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+import merge_core as mc
+from merge_core import contest
+
+from ._measure import Peer, Section, same_rows, time_peers
+
+VALUE_COLUMNS = ["ip", "hostname", "name", "city", "job", "phonenum"]
+BATCH = 65536
+
+
+def write_sorted_runs(folder: str, paths: list[str]) -> list[str]:
+    """Each version sorted by key, as a table's sorted runs are (`<version>.parquet`)."""
+    os.makedirs(folder, exist_ok=True)
+    runs = []
+    for version, path in enumerate(paths):
+        runs.append(os.path.join(folder, f"{version}.parquet"))
+        pq.write_table(pq.read_table(path).sort_by("uuid"), runs[-1], row_group_size=BATCH)
+    return runs
+
+
+def merge_core(runs: list[str]) -> pa.Table:
+    def version(i: int, path: str):
+        batches = pq.ParquetFile(path).iter_batches(batch_size=BATCH)
+        return (contest.null_strings_as_null(b, ["name"]) for b in batches) if i else batches
+
+    readers = [version(i, p) for i, p in enumerate(runs)]
+    return mc.merge(readers, key="uuid", merge=contest.CONTEST_MERGE, batch_size=BATCH).read_all()
+
+
+def write_table(root: str, paths: list[str], buckets: int = 8) -> mc.Table:
+    """The versions as `len(paths)` commits into a bucketed merge-on-read table."""
+    table = mc.Table.create(root, contest.SCHEMA, key="uuid", buckets=buckets, merge=contest.CONTEST_MERGE)
+    for i, path in enumerate(paths):
+        data = pq.read_table(path)
+        table.write(contest.null_strings_as_null(data, ["name"]) if i else data)
+    return table
+
+
+def duckdb(runs: list[str]) -> pa.Table:
+    import duckdb
+
+    con = duckdb.connect(config={"threads": os.cpu_count() or 1})
+    files = ", ".join(f"'{p}'" for p in runs)
+    newest = {c: f"arg_max({c}, v) filter (where {c} is not null)" for c in VALUE_COLUMNS}
+    newest["name"] = "arg_max(name, v) filter (where name is not null and not (v > 0 and name = 'null'))"
+    columns = ", ".join(f"{newest[c]} as {c}" for c in VALUE_COLUMNS)
+    return con.sql(f"""
+        with versions as (
+            select *, regexp_extract(filename, '(\\d+)\\.parquet$', 1)::INT as v
+            from read_parquet([{files}], filename = true)
+        )
+        select uuid, sum(requests)::BIGINT as requests, {columns} from versions group by uuid
+    """).to_arrow_table()
+
+
+def datafusion(runs: list[str]) -> pa.Table:
+    from datafusion import SessionContext
+
+    ctx = SessionContext()
+    for v, path in enumerate(runs):
+        ctx.register_parquet(f"v{v}", path)
+    union = " union all ".join(
+        f"select *, {v} as v, {'name' if v == 0 else 'nullif(name, ' + repr('null') + ')'} as name_ from v{v}"
+        for v in range(len(runs))
+    )
+    newest = {c: f"last_value({c} order by v) filter (where {c} is not null)" for c in VALUE_COLUMNS}
+    newest["name"] = "last_value(name_ order by v) filter (where name_ is not null)"
+    columns = ", ".join(f"{newest[c]} as {c}" for c in VALUE_COLUMNS)
+    return ctx.sql(f"select uuid, sum(requests) as requests, {columns} from ({union}) group by uuid").to_arrow_table()
+
+
+def polars(runs: list[str]) -> pa.Table:
+    import polars as pl
+
+    frames = []
+    for v, path in enumerate(runs):
+        frame = pl.scan_parquet(path).with_columns(pl.lit(v).alias("v"))
+        if v > 0:
+            frame = frame.with_columns(
+                pl.when(pl.col("name") == "null").then(None).otherwise(pl.col("name")).alias("name")
+            )
+        frames.append(frame)
+    newest = [pl.col(c).drop_nulls().last().alias(c) for c in VALUE_COLUMNS]
+    # A sum over only nulls is null (as in SQL and Paimon), not Polars' 0.
+    requests = pl.when(pl.col("requests").count() > 0).then(pl.col("requests").sum()).alias("requests")
+    return pl.concat(frames).group_by("uuid", maintain_order=False).agg(requests, *newest).collect().to_arrow()
+
+
+def pyarrow_group_by(runs: list[str]) -> pa.Table:
+    versions = [pq.read_table(runs[0])]
+    versions += [contest.null_strings_as_null(pq.read_table(p), ["name"]) for p in runs[1:]]
+    # Single-threaded group_by keeps input order, so "last" (skipping nulls) is the newest value.
+    aggregates = [("requests", "sum", pc.ScalarAggregateOptions(min_count=1))]
+    aggregates += [(c, "last", pc.ScalarAggregateOptions(skip_nulls=True)) for c in VALUE_COLUMNS]
+    out = pa.concat_tables(versions).group_by("uuid", use_threads=False).aggregate(aggregates)
+    return out.rename_columns(["uuid", "requests", *VALUE_COLUMNS])
+
+
+def spark_sql(spark, runs: list[str]) -> pa.Table:
+    import merge_core.spark as mcs
+
+    return mcs.contest_upsert_spark_sql([spark.read.parquet(p) for p in runs]).toArrow()
+
+
+def run(folder: str, base_rows: int, repeat: int, spark) -> Section:
+    from time import perf_counter
+
+    paths = contest.generate(os.path.join(folder, "plain"), base_rows, 10, seed=7)
+    runs = write_sorted_runs(os.path.join(folder, "sorted"), paths)
+    total = sum(pq.ParquetFile(p).metadata.num_rows for p in runs)
+    start = perf_counter()
+    table = write_table(os.path.join(folder, "table"), paths)
+    write_seconds = perf_counter() - start
+    peers = [
+        Peer("merge-core merge (11 sorted runs)", lambda: merge_core(runs)),
+        Peer("merge-core Table.read (8 buckets, 11 commits)", lambda: table.read(batch_size=BATCH).read_all()),
+        Peer("DuckDB", lambda: duckdb(runs), "duckdb"),
+        Peer("Polars (lazy)", lambda: polars(runs), "polars"),
+        Peer("DataFusion SQL", lambda: datafusion(runs), "datafusion"),
+        Peer("pyarrow group_by", lambda: pyarrow_group_by(runs)),
+    ]
+    if spark is not None:
+        peers.append(Peer("Spark SQL (union + groupBy)", lambda: spark_sql(spark, runs), "pyspark"))
+    section = Section(
+        "upsert",
+        "Contest upsert read: 11 versions merged by key",
+        [
+            f"Contest-shaped data (`merge-core gen`): {base_rows:,} base rows + 10 increments of {base_rows // 5:,}"
+            f" = {total:,} rows, 32-character hex keys, every version sorted by key.",
+            "Rules: requests summed (null if all null), other columns newest non-null, the string 'null' in `name`"
+            " after the base is a null. Every result is checked against merge-core's, row by row.",
+            f"`Table.read`: the same versions written as 11 commits into an 8-bucket `mc.Table` (the write took"
+            f" {write_seconds:.2f} s, {total / write_seconds / 1e6:.2f} M rows/s), read merged on all cores.",
+            "DuckDB and DataFusion use all cores; Spark SQL runs on the local session (its memory is the JVM's,"
+            " not counted); peak memory is the Python process's above its level when the run started.",
+        ],
+        time_peers(peers, repeat, total, lambda a, b: same_rows(a, b, order_by="uuid")),
+    )
+    return section

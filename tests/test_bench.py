@@ -1,0 +1,105 @@
+"""`merge-core bench`: the real command at its smallest scale, and the rules of its report
+(peers missing or failing are reported, never faked; wrong results are flagged)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+
+import pyarrow as pa
+from merge_core.bench import _measure, _report
+from merge_core.bench._measure import Peer, Run, Section
+from test_cli import CLI
+
+SECTIONS = {
+    "kway": "K-way merge of sorted Parquet runs",
+    "upsert": "Contest upsert read",
+    "sort": "External sort",
+    "table": "Primary-key merge-on-read table",
+    "spark": "Contest upsert as a Spark job",
+}
+
+
+def table_rows(report: str, title: str) -> list[list[str]]:
+    """The data rows of the table under the section `title`."""
+    lines = report.split(f"## {title}", 1)[1].splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("| tool"))
+    end = next((i for i in range(start, len(lines)) if not lines[i].startswith("|")), len(lines))
+    return [[cell.strip() for cell in line.strip("|").split("|")] for line in lines[start + 2 : end]]
+
+
+def test_bench_command_writes_a_checked_report(tmp_path):
+    out, scratch = tmp_path / "report", tmp_path / "scratch"
+    scratch.mkdir()
+    env = {**os.environ, "TMPDIR": str(scratch)}
+    done = subprocess.run(
+        [CLI, "bench", "--scale", "tiny", "--out", str(out)], capture_output=True, text=True, env=env, timeout=900
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = (out / "README.md").read_text()
+    assert "Machine:" in report and "Versions:" in report and "scale `tiny`" in report
+    for name, title in SECTIONS.items():
+        assert f"## {title}" in report
+        rows = table_rows(report, title)
+        assert rows, name
+        timed = [r for r in rows if re.fullmatch(r"[\d.]+", r[1])]
+        assert timed, f"{name}: nothing timed"
+        for cells in timed:
+            assert cells[5] == "yes" or cells[5].startswith("n/a"), f"{name}: {cells}"
+        for cells in rows:  # untimed rows say why
+            assert cells in timed or cells[1].startswith(("skipped:", "failed:")), cells
+        assert (out / f"{name}.png").read_bytes()[:4] == b"\x89PNG"
+    sort_rows = {r[0]: r for r in table_rows(report, SECTIONS["sort"])}
+    assert sort_rows["int64: merge-core"][3] == "1.00x"
+    assert "| with the dynamic filter | 365 of 1095 |" in report  # the DPP example reads one year of three
+    assert os.listdir(scratch) == [], "the bench left temporary files"
+
+
+def test_missing_or_failing_peers_are_reported_not_faked():
+    good = pa.table({"k": [1, 2]})
+
+    def broken():
+        raise RuntimeError("out of cheese")
+
+    runs = _measure.time_peers(
+        [
+            Peer("merge-core", lambda: good),
+            Peer("absent", lambda: good, module="no_such_module_for_merge_core_tests"),
+            Peer("broken", broken),
+            Peer("wrong", lambda: pa.table({"k": [1, 3]})),
+        ],
+        repeat=1,
+        rows=2,
+        same=_measure.same_rows,
+    )
+    by_tool = {run.tool: run for run in runs}
+    assert by_tool["merge-core"].same is True and by_tool["merge-core"].seconds is not None
+    assert by_tool["absent"].seconds is None and "not installed" in by_tool["absent"].note
+    assert by_tool["broken"].seconds is None and by_tool["broken"].note == "failed: RuntimeError: out of cheese"
+    assert by_tool["wrong"].same is False
+
+    section = Section("t", "T", [], runs)
+    text = "\n".join(_report.section_text(section, chart=None))
+    assert "| absent | skipped: no_such_module_for_merge_core_tests is not installed |" in text
+    assert "**NO**" in text
+
+
+def test_ratios_refer_to_merge_core_of_the_same_group():
+    section = Section(
+        "s",
+        "S",
+        [],
+        [
+            Run("a: read only", 1.0, 10**7),
+            Run("a: merge-core", 2.0, 10**7),
+            Run("a: other", 3.0, 10**7),
+            Run("b: merge-core", 4.0, 10**7),
+            Run("b: other", 2.0, 10**7),
+        ],
+    )
+    rows = {cells[0]: cells for cells in table_rows("\n".join(_report.section_text(section, None)), "S")}
+    assert rows["a: read only"][3] == "0.50x"
+    assert rows["a: other"][3] == "1.50x"
+    assert rows["b: other"][3] == "0.50x"
+    assert rows["a: merge-core"][2] == "5.00"  # million rows per second
