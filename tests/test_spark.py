@@ -3,6 +3,8 @@ files, Spark SQL's plan, empty partitions, column order, bad input, sort within 
 
 from __future__ import annotations
 
+import os
+
 import merge_core as mc
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -73,3 +75,74 @@ def test_sort_within_partitions(spark):
     assert len(partitions) == 3
     assert all(p == sorted(p) for p in partitions)
     assert sorted(k for p in partitions for k in p) == sorted(i * 7919 % 1000 for i in range(1000))
+
+
+def test_upsert_files_equals_duckdb_and_leaves_only_parts(spark, contest_files, tmp_path):
+    from test_contest_semantics import duckdb_upsert
+
+    out = tmp_path / "out"
+    counts = mcs.upsert_files(spark, contest_files, str(out), key="uuid", buckets=3, **mcs.CONTEST)
+    assert sorted(os.listdir(out)) == ["part-00000.parquet", "part-00001.parquet", "part-00002.parquet"]
+    got = pq.read_table(out)
+    want = duckdb_upsert([pq.read_table(p) for p in contest_files])
+    assert got.column_names == contest.SCHEMA.names
+    assert sorted_rows(got) == want
+    assert counts == {
+        "rows_in": sum(pq.ParquetFile(p).metadata.num_rows for p in contest_files),
+        "rows_out": len(want),
+        "buckets": 3,
+    }
+    # Each key is written by exactly one bucket's task.
+    parts = [set(pq.read_table(out / name).column("uuid").to_pylist()) for name in sorted(os.listdir(out))]
+    assert sum(len(p) for p in parts) == len(set().union(*parts))
+
+
+def test_upsert_files_matches_the_shuffle_pipeline(spark, tmp_path):
+    """Composite key, other column order, more buckets than keys (empty parts), deletes."""
+    pq.write_table(pa.table({"a": [1, 1, 2], "b": ["x", "y", "x"], "n": [1, 2, 3]}), tmp_path / "0.parquet")
+    pq.write_table(pa.table({"n": [10, 20], "b": ["y", "z"], "a": [1, 2]}), tmp_path / "1.parquet")
+    files = [str(tmp_path / "0.parquet"), str(tmp_path / "1.parquet")]
+    merge = mc.Aggregate({"n": "sum"})
+    mcs.upsert_files(spark, files, str(tmp_path / "out"), key=["a", "b"], merge=merge, buckets=7)
+    got = pq.read_table(tmp_path / "out")
+    assert got.column_names == ["a", "b", "n"] and len(os.listdir(tmp_path / "out")) == 7
+    shuffled = mcs.upsert([spark.read.parquet(f) for f in files], key=["a", "b"], merge=merge).toArrow()
+    key = [("a", "ascending"), ("b", "ascending")]
+    assert got.sort_by(key).to_pylist() == shuffled.sort_by(key).to_pylist()
+    assert got.sort_by(key).to_pylist() == [
+        {"a": 1, "b": "x", "n": 1},
+        {"a": 1, "b": "y", "n": 12},
+        {"a": 2, "b": "x", "n": 3},
+        {"a": 2, "b": "z", "n": 20},
+    ]
+
+
+def test_upsert_files_bad_inputs(spark, tmp_path):
+    pq.write_table(pa.table({"k": [1], "n": [5]}), tmp_path / "0.parquet")
+    pq.write_table(pa.table({"k": [1], "n": ["5"]}), tmp_path / "typed.parquet")
+    good = str(tmp_path / "0.parquet")
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "x").write_text("x")
+    cases = [
+        (dict(inputs=[]), "at least one version"),
+        (dict(inputs=[str(tmp_path / "missing.parquet")]), "no such file"),
+        (dict(key="nope"), "unknown column 'nope'"),
+        (dict(inputs=[good, str(tmp_path / "typed.parquet")]), "column 'n' is string"),
+        (dict(output=str(tmp_path / "full")), "not an empty folder"),
+        (dict(buckets=-1), "buckets must be at least 1"),
+    ]
+    for change, message in cases:
+        args = {"inputs": [good], "output": str(tmp_path / "out"), "key": "k", **change}
+        with pytest.raises(mc.InvalidInputError, match=message):
+            mcs.upsert_files(spark, **args)
+    assert not (tmp_path / "out").exists()
+
+
+def test_upsert_files_failure_leaves_no_output(spark, tmp_path):
+    big = 2**62
+    pq.write_table(pa.table({"k": [1, 2], "n": [big, 1]}), tmp_path / "0.parquet")
+    pq.write_table(pa.table({"k": [1, 2], "n": [big, 1]}), tmp_path / "1.parquet")  # k=1 overflows int64
+    files = [str(tmp_path / "0.parquet"), str(tmp_path / "1.parquet")]
+    with pytest.raises(Exception, match="overflow"):
+        mcs.upsert_files(spark, files, str(tmp_path / "out"), key="k", merge=mc.Aggregate({"n": "sum"}), buckets=2)
+    assert os.listdir(tmp_path / "out") == []

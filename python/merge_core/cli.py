@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -154,14 +155,26 @@ def _upsert_options(args: argparse.Namespace) -> dict:
 def cmd_upsert(args: argparse.Namespace) -> int:
     for path in args.inputs:
         _open_parquet(path)
+    if os.path.isdir(args.output) and os.listdir(args.output):
+        if not args.overwrite:
+            raise UserError(f"output {args.output} is not empty (pass --overwrite to replace it)")
+        shutil.rmtree(args.output)
     spark = _spark(args.master)
-    versions = [spark.read.parquet(p) for p in args.inputs]
     start = time.perf_counter()
-    merged = mc.spark.upsert(versions, key=args.key, memory_limit=args.memory, **_upsert_options(args))
-    merged.write.mode("overwrite").parquet(args.output)
+    counts = mc.spark.upsert_files(
+        spark,
+        args.inputs,
+        args.output,
+        key=args.key,
+        memory_limit=args.memory,
+        buckets=args.buckets,
+        **_upsert_options(args),
+    )
     seconds = time.perf_counter() - start
-    rows = spark.read.parquet(args.output).count()
-    print(f"upsert: {len(versions)} versions -> {rows:,} rows in {seconds:.1f}s -> {args.output}")
+    print(
+        f"upsert: {len(args.inputs)} versions, {counts['rows_in']:,} rows -> {counts['rows_out']:,} rows"
+        f" in {seconds:.1f}s ({counts['buckets']} buckets) -> {args.output}"
+    )
     return 0
 
 
@@ -174,32 +187,35 @@ def cmd_demo(args: argparse.Namespace) -> int:
         paths = contest.generate(os.path.join(tmp, "data"), rows, args.increments, args.seed)
         spark = _spark(args.master)
         versions = [spark.read.parquet(p) for p in paths]
-        timings = {}
-        outputs = {}
-        runs = [
-            ("merge-core", lambda: mc.spark.upsert(versions, key="uuid", **mc.spark.CONTEST)),
-            ("spark-sql", lambda: mc.spark.contest_upsert_spark_sql(versions)),
-        ]
-        for _ in range(args.repeat):
-            for name, build in runs:
-                out = os.path.join(tmp, name)
+        timings: dict[str, list[float]] = {}
+        runs = {
+            "merge-core": lambda out: mc.spark.upsert_files(spark, paths, out, key="uuid", **mc.spark.CONTEST),
+            "merge-core (shuffle)": lambda out: (
+                mc.spark.upsert(versions, key="uuid", **mc.spark.CONTEST).write.mode("overwrite").parquet(out)
+            ),
+            "spark-sql": lambda out: mc.spark.contest_upsert_spark_sql(versions).write.mode("overwrite").parquet(out),
+        }
+        for attempt in range(args.repeat):
+            for name, job in runs.items():
                 start = time.perf_counter()
-                build().write.mode("overwrite").parquet(out)
+                job(os.path.join(tmp, f"{name}-{attempt}"))
                 timings.setdefault(name, []).append(time.perf_counter() - start)
-                outputs[name] = out
-        mine = spark.read.parquet(outputs["merge-core"])
-        theirs = spark.read.parquet(outputs["spark-sql"])
-        rows_out = mine.count()
-        same = rows_out == theirs.count() and mine.exceptAll(theirs).isEmpty() and theirs.exceptAll(mine).isEmpty()
+        outputs = {name: spark.read.parquet(os.path.join(tmp, f"{name}-0")) for name in runs}
+        theirs = outputs["spark-sql"]
+        rows_out = theirs.count()
+        same = all(
+            df.count() == rows_out and df.exceptAll(theirs).isEmpty() and theirs.exceptAll(df).isEmpty()
+            for df in outputs.values()
+        )
         total_in = sum(pq.ParquetFile(p).metadata.num_rows for p in paths)
         print(
             f"\ncontest upsert of {len(paths)} files, {total_in:,} rows -> {rows_out:,} keys "
             f"(Spark {spark.version}, {args.master}):\n"
         )
-        print(f"{'pipeline':<12}{'best s':>9}{'M rows/s':>10}{'vs merge-core':>15}")
+        print(f"{'pipeline':<22}{'best s':>9}{'M rows/s':>10}{'vs merge-core':>15}")
         best = {name: min(t) for name, t in timings.items()}
         for name, seconds in best.items():
-            print(f"{name:<12}{seconds:>9.2f}{total_in / seconds / 1e6:>10.2f}{seconds / best['merge-core']:>14.2f}x")
+            print(f"{name:<22}{seconds:>9.2f}{total_in / seconds / 1e6:>10.2f}{seconds / best['merge-core']:>14.2f}x")
         print(f"\nresults equal: {'yes' if same else 'NO'}")
         spark.stop()
         return 0 if same else 1
@@ -273,10 +289,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="in versions after the first, the string 'null' in COL means null",
     )
     p.add_argument("--memory", default="256MiB", help="sort memory per Spark task")
+    p.add_argument("--buckets", type=int, default=None, help="key buckets, one Spark task each (default: cores)")
+    p.add_argument("--overwrite", action="store_true", help="replace OUT if it is not empty")
     p.add_argument("--master", default="local[*]")
     p.set_defaults(run=cmd_upsert)
 
-    p = sub("demo", "generate contest data, upsert it with merge-core and with Spark SQL, compare")
+    p = sub("demo", "generate contest data, upsert it on Spark with merge-core and with Spark SQL, compare")
     p.add_argument("--rows", type=int, default=200_000, help="base rows (default 200000)")
     p.add_argument("--increments", type=int, default=10)
     p.add_argument("--repeat", type=int, default=2, help="runs of each pipeline; the best time is shown")
