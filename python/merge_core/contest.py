@@ -94,6 +94,14 @@ def null_strings_as_null(data: pa.Table | pa.RecordBatch, columns: list[str]) ->
     stands for a null (one vectorised kernel per column)."""
     for name in columns:
         i = data.schema.get_field_index(name)
-        values = data.column(i)
-        data = data.set_column(i, data.schema.field(i), pc.if_else(pc.equal(values, "null"), None, values))
+        data = data.set_column(i, data.schema.field(i), _null_for_null_string(data.column(i)))
     return data
+
+
+def _null_for_null_string(values: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    if isinstance(values, pa.ChunkedArray):
+        return pa.chunked_array([_null_for_null_string(chunk) for chunk in values.chunks], values.type)
+    # Not if_else: pyarrow 19's if_else writes broken offsets for a sliced string array
+    # (the chunks of a column read from Parquet are slices of one buffer).
+    mask = pc.fill_null(pc.equal(values, "null"), False)
+    return pc.replace_with_mask(values, mask, pa.nulls(len(values), values.type))
