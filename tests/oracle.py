@@ -135,7 +135,8 @@ def aggregate(
     int_range=(-(2**63), 2**63 - 1),
 ):
     fields = {c: (f if isinstance(f, dict) else {"function": f}) for c, f in (fields or {}).items()}
-    spec = {c: fields.get(c, {"function": "last_non_null_value" if c in sequence else default}) for c in columns}
+    # A sequence column is not aggregated: it takes the newest version's value, retract or not.
+    spec = {c: fields.get(c, {"function": default}) for c in columns if c not in sequence}
     if remove_record_on_delete:
         rows = after_last_delete(rows, kind)
     for f in spec.values():
@@ -147,6 +148,8 @@ def aggregate(
     out = dict(adds[-1])
     for c, f in spec.items():
         out[c] = _aggregate_column(c, f, rows, kind, int_range)
+    for c in sequence:
+        out[c] = rows[-1][c]
     return out
 
 

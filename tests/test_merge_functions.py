@@ -148,3 +148,20 @@ def test_loser_tree_and_heap_count_comparisons(algorithm):
         assert per_row <= 5 + 1  # ceil(log2 32) + 1
     else:
         assert per_row > 5  # the heap's sift-down pays two comparisons a level
+
+
+def test_aggregate_keeps_the_newest_sequence_even_when_it_is_a_retract():
+    """A sequence column is not aggregated: the folded row carries the newest version's
+    sequence, so that it sorts after every version it replaces (a retract with a
+    non-null sequence once made it null, and a table compaction then failed)."""
+    schema = pa.schema([("k", pa.int64()), ("n", pa.int64()), ("seq", pa.int64()), ("op", pa.string())])
+    runs = [
+        pa.table({"k": [1, 2], "n": [5, 1], "seq": [1, 1], "op": ["+I", "+I"]}, schema=schema),
+        pa.table({"k": [1, 2], "n": [7, 1], "seq": [2, 2], "op": ["+I", "+I"]}, schema=schema),
+        pa.table({"k": [1], "n": [5], "seq": [3], "op": ["-U"]}, schema=schema),
+    ]
+    for algorithm in ("loser-tree", "heap"):
+        out = mc.merge(
+            runs, key="k", sequence="seq", row_kind="op", merge=mc.Aggregate({"n": "sum"}), algorithm=algorithm
+        )
+        assert out.read_all().to_pydict() == {"k": [1, 2], "n": [7, 2], "seq": [3, 2], "op": ["+I", "+I"]}

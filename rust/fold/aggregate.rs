@@ -120,6 +120,9 @@ struct Column {
     name: String,
     data_type: DataType,
     field: AggregateField,
+    /// A sequence column: it takes the newest version's value, retract or not, so that the
+    /// folded row sorts after every version it replaces.
+    sequence: bool,
 }
 
 pub(crate) struct Aggregator {
@@ -164,9 +167,9 @@ impl Aggregator {
                 continue;
             }
             let named = fields.iter().find(|(n, _)| n == f.name()).map(|(_, field)| field.clone());
-            // A sequence column keeps the newest sequence; the default may not fit it.
-            let fallback =
-                if layout.sequence.contains(&index) { AggFunction::LastNonNullValue } else { default };
+            // A sequence column keeps the newest sequence (see `Column::sequence`); the
+            // default function may not even apply to its type.
+            let fallback = if layout.sequence.contains(&index) { AggFunction::LastValue } else { default };
             let field = named.clone().unwrap_or_else(|| AggregateField::new(fallback));
             let scaled = matches!(f.data_type(), DataType::Decimal128(_, s) if *s != 0);
             if field.function == AggFunction::Product && scaled {
@@ -192,6 +195,7 @@ impl Aggregator {
                 name: f.name().clone(),
                 data_type: f.data_type().clone(),
                 field,
+                sequence: layout.sequence.contains(&index),
             });
         }
         Ok(Self { columns, key: layout.key.clone(), has_row_kinds: layout.row_kind.is_some() })
@@ -249,6 +253,8 @@ impl Aggregator {
                 let value = Self::compute(c, rows, store, all_adds)
                     .map_err(|Overflow| self.overflow(c, store, newest))?;
                 push_computed(out.computed(c.index), value);
+            } else if c.sequence {
+                out.gather(c.index, *rows.last().expect("a group holds at least one row"));
             } else {
                 let picked = if all_adds { pick_among_adds(c, rows, store) } else { pick(c, rows, store) };
                 out.gather(c.index, picked.unwrap_or_else(|| store.null_row()));
