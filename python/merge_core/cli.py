@@ -180,42 +180,21 @@ def cmd_upsert(args: argparse.Namespace) -> int:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from . import contest
+    from .bench._spark import compare_pipelines
 
     rows = args.rows
     with tempfile.TemporaryDirectory(prefix="merge-core-demo-") as tmp:
         print(f"generating contest data: {rows:,} base rows + {args.increments} increments of {rows // 5:,} ...")
         paths = contest.generate(os.path.join(tmp, "data"), rows, args.increments, args.seed)
         spark = _spark(args.master)
-        versions = [spark.read.parquet(p) for p in paths]
-        timings: dict[str, list[float]] = {}
-        runs = {
-            "merge-core": lambda out: mc.spark.upsert_files(spark, paths, out, key="uuid", **mc.spark.CONTEST),
-            "merge-core (shuffle)": lambda out: (
-                mc.spark.upsert(versions, key="uuid", **mc.spark.CONTEST).write.mode("overwrite").parquet(out)
-            ),
-            "spark-sql": lambda out: mc.spark.contest_upsert_spark_sql(versions).write.mode("overwrite").parquet(out),
-        }
-        for attempt in range(args.repeat):
-            for name, job in runs.items():
-                start = time.perf_counter()
-                job(os.path.join(tmp, f"{name}-{attempt}"))
-                timings.setdefault(name, []).append(time.perf_counter() - start)
-        outputs = {name: spark.read.parquet(os.path.join(tmp, f"{name}-0")) for name in runs}
-        theirs = outputs["spark-sql"]
-        rows_out = theirs.count()
-        same = all(
-            df.count() == rows_out and df.exceptAll(theirs).isEmpty() and theirs.exceptAll(df).isEmpty()
-            for df in outputs.values()
-        )
-        total_in = sum(pq.ParquetFile(p).metadata.num_rows for p in paths)
-        print(
-            f"\ncontest upsert of {len(paths)} files, {total_in:,} rows -> {rows_out:,} keys "
-            f"(Spark {spark.version}, {args.master}):\n"
-        )
-        print(f"{'pipeline':<22}{'best s':>9}{'M rows/s':>10}{'vs merge-core':>15}")
-        best = {name: min(t) for name, t in timings.items()}
-        for name, seconds in best.items():
-            print(f"{name:<22}{seconds:>9.2f}{total_in / seconds / 1e6:>10.2f}{seconds / best['merge-core']:>14.2f}x")
+        runs = compare_pipelines(spark, paths, tmp, args.repeat)
+        where = f"Spark {spark.version}, {args.master}"
+        print(f"\ncontest upsert of {len(paths)} files, {runs[0].rows:,} rows ({where}):\n")
+        print(f"{'pipeline':<42}{'best s':>8}{'M rows/s':>10}{'vs merge-core':>15}")
+        for run in runs:
+            speed = run.rows / run.seconds / 1e6
+            print(f"{run.tool:<42}{run.seconds:>8.2f}{speed:>10.2f}{run.seconds / runs[0].seconds:>14.2f}x")
+        same = all(run.same for run in runs)
         print(f"\nresults equal: {'yes' if same else 'NO'}")
         spark.stop()
         return 0 if same else 1

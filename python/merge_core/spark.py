@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute  # noqa: F401  (pa.compute)
+import pyarrow.compute as pc
 
 from ._inputs import column_names
 from ._options import Deduplicate, FirstRow, MergeSpec
@@ -182,7 +182,7 @@ def upsert_files(
             for version, path in enumerate(inputs):
                 for batch in pq.ParquetFile(path).iter_batches(batch_size=65536, columns=columns):
                     batch = batch.select(columns)
-                    mine = batch.filter(pa.compute.equal(_native.bucket_ids(batch, keys, buckets), bucket))
+                    mine = batch.filter(pc.equal(_native.bucket_ids(batch, keys, buckets), bucket))
                     if version > 0 and null_strings:
                         mine = null_strings_as_null(mine, null_strings)
                     tag = pa.array(np.full(mine.num_rows, version, np.int32))

@@ -85,6 +85,21 @@ def progress(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+def failure(error: BaseException) -> str:
+    """A failed run's note: the error's type and first line."""
+    first = (str(error).splitlines() or [""])[0]
+    return f"failed: {type(error).__name__}: {first[:160]}"
+
+
+def timed(label: str, work: Callable[[], Any]) -> tuple[Any, float]:
+    """One run of `work`, reported as progress; its result and seconds."""
+    start = time.perf_counter()
+    result = work()
+    seconds = time.perf_counter() - start
+    progress(f"  {label}: {seconds:.2f} s")
+    return result, seconds
+
+
 def time_peers(peers: list[Peer], repeat: int, rows: int, same: Callable[[Any, Any], bool]) -> list[Run]:
     """Times each peer (best of `repeat`) with its peak memory above where it started, and
     checks its result against the first peer's. A peer that fails is reported, not faked."""
@@ -98,7 +113,7 @@ def time_peers(peers: list[Peer], repeat: int, rows: int, same: Callable[[Any, A
         try:
             seconds, peak, result = measure(peer.run, repeat)
         except Exception as error:  # a peer's failure is a finding of the benchmark
-            runs.append(Run(peer.tool, note=f"failed: {type(error).__name__}: {str(error).splitlines()[0][:160]}"))
+            runs.append(Run(peer.tool, note=failure(error)))
             progress(f"  {peer.tool}: {runs[-1].note}")
             continue
         if reference is None:

@@ -27,10 +27,11 @@ def same_output(spark, a: str, b: str) -> bool:
     return left.exceptAll(right).isEmpty() and right.exceptAll(left).isEmpty()
 
 
-def run(folder: str, base_rows: int, repeat: int, spark) -> Section:
+def compare_pipelines(spark, paths: list[str], folder: str, repeat: int) -> list[Run]:
+    """merge-core's two upsert pipelines and Spark SQL's on `paths`, alternating, best of
+    `repeat`; each output (written under `folder`) compared with the first's."""
     import merge_core.spark as mcs
 
-    paths = contest.generate(os.path.join(folder, "plain"), base_rows, 10, seed=7)
     total = sum(pq.ParquetFile(p).metadata.num_rows for p in paths)
     versions = [spark.read.parquet(p) for p in paths]
     pipelines = {
@@ -48,10 +49,16 @@ def run(folder: str, base_rows: int, repeat: int, spark) -> Section:
             best[name] = min(best[name], time.perf_counter() - start)
             progress(f"  {name}: {time.perf_counter() - start:.2f} s")
     reference = os.path.join(folder, "out-0-0")
-    runs = [
+    return [
         Run(name, best[name], total, same=same_output(spark, reference, os.path.join(folder, f"out-{i}-0")))
         for i, name in enumerate(pipelines)
     ]
+
+
+def run(folder: str, base_rows: int, repeat: int, spark) -> Section:
+    paths = contest.generate(os.path.join(folder, "plain"), base_rows, 10, seed=7)
+    runs = compare_pipelines(spark, paths, folder, repeat)
+    total = runs[0].rows
     conf = spark.sparkContext.getConf()
     settings = {k: conf.get(k) for k in [*SETTINGS, "spark.sql.execution.arrow.maxRecordsPerBatch"]}
     return Section(
@@ -61,7 +68,8 @@ def run(folder: str, base_rows: int, repeat: int, spark) -> Section:
             f"The contest versions ({total:,} rows in 11 Parquet files) upserted on Spark {spark.version},"
             f" master `{spark.sparkContext.master}`, and written as Parquet; outputs compared with `exceptAll`.",
             "Settings: " + ", ".join(f"`{k}={v}`" for k, v in settings.items()) + ".",
-            "`upsert_files`: one Spark task per key bucket (2 here) reads the files itself, keeps its bucket, folds"
+            "`upsert_files`: one Spark task per key bucket (one bucket per core) reads the files itself, keeps its"
+            " bucket, folds"
             " in Rust and writes its part; `upsert`: Spark shuffles the rows by key and `mapInArrow` hands each"
             " task's batches to Rust. Memory is the JVM's and the Python workers', not measured here.",
         ],

@@ -16,17 +16,10 @@ import pyarrow.parquet as pq
 import merge_core as mc
 from merge_core import contest
 
-from ._measure import Run, Section, measure, missing, progress, same_rows
+from ._measure import Run, Section, failure, measure, missing, progress, same_rows, timed
 from ._upsert import BATCH, write_table
 
 BUCKETS = 8
-
-
-def timed(label: str, work):
-    start = time.perf_counter()
-    result = work()
-    progress(f"  {label}: {time.perf_counter() - start:.2f} s")
-    return result, time.perf_counter() - start
 
 
 def paimon_table(warehouse: str, paths: list[str]):
@@ -78,7 +71,7 @@ def compare(folder: str, base_rows: int, repeat: int) -> tuple[list[Run], int]:
         theirs, write_seconds = timed("pypaimon write", lambda: paimon_table(os.path.join(folder, "paimon"), paths))
         seconds, peak, result = measure(lambda: paimon_read(theirs), repeat)
     except Exception as error:  # pypaimon's failure is a finding, reported as such
-        return [*runs, Run("pypaimon", note=f"failed: {type(error).__name__}: {str(error)[:160]}")], total
+        return [*runs, Run("pypaimon", note=failure(error))], total
     progress(f"  pypaimon read: {seconds:.2f} s")
     same = same_rows(reference, result, order_by="uuid")
     runs.append(Run("pypaimon", seconds, total, peak, same, extra={"write (s)": f"{write_seconds:.2f}"}))

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import merge_core as mc
 from merge_core import contest
 
-from ._measure import Peer, Section, same_rows, time_peers
+from ._measure import Peer, Section, same_rows, time_peers, timed
 
 VALUE_COLUMNS = ["ip", "hostname", "name", "city", "job", "phonenum"]
 BATCH = 65536
@@ -114,14 +114,10 @@ def spark_sql(spark, runs: list[str]) -> pa.Table:
 
 
 def run(folder: str, base_rows: int, repeat: int, spark) -> Section:
-    from time import perf_counter
-
     paths = contest.generate(os.path.join(folder, "plain"), base_rows, 10, seed=7)
     runs = write_sorted_runs(os.path.join(folder, "sorted"), paths)
     total = sum(pq.ParquetFile(p).metadata.num_rows for p in runs)
-    start = perf_counter()
-    table = write_table(os.path.join(folder, "table"), paths)
-    write_seconds = perf_counter() - start
+    table, write_seconds = timed("merge-core Table write", lambda: write_table(os.path.join(folder, "table"), paths))
     peers = [
         Peer("merge-core merge (11 sorted runs)", lambda: merge_core(runs)),
         Peer("merge-core Table.read (8 buckets, 11 commits)", lambda: table.read(batch_size=BATCH).read_all()),
