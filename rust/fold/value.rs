@@ -131,10 +131,11 @@ pub(crate) fn read(array: &dyn Array, row: usize) -> Option<Value<'_>> {
 
 /// A column of a stored batch as the fold reads it: typed slices for the common
 /// types, so reading a value is a match and a null-bit test, not a run of virtual calls.
+/// Every view keeps its column's null bits (testing for null is what folds do most).
 pub(crate) enum ColumnView {
     Int64 { values: ScalarBuffer<i64>, nulls: Option<NullBuffer> },
     Float64 { values: ScalarBuffer<f64>, nulls: Option<NullBuffer> },
-    Other(ArrayRef),
+    Other { array: ArrayRef, nulls: Option<NullBuffer> },
 }
 
 impl ColumnView {
@@ -147,18 +148,14 @@ impl ColumnView {
             DataType::Float64 => {
                 Self::Float64 { values: array.as_primitive::<Float64Type>().values().clone(), nulls }
             }
-            _ => Self::Other(array.clone()),
+            _ => Self::Other { array: array.clone(), nulls },
         }
     }
 
     #[inline(always)]
     pub(crate) fn is_null(&self, row: usize) -> bool {
-        match self {
-            Self::Int64 { nulls, .. } | Self::Float64 { nulls, .. } => {
-                nulls.as_ref().is_some_and(|n| n.is_null(row))
-            }
-            Self::Other(array) => array.is_null(row),
-        }
+        let (Self::Int64 { nulls, .. } | Self::Float64 { nulls, .. } | Self::Other { nulls, .. }) = self;
+        nulls.as_ref().is_some_and(|n| n.is_null(row))
     }
 
     /// The value at `row`, `None` for a null.
@@ -168,7 +165,7 @@ impl ColumnView {
             _ if self.is_null(row) => None,
             Self::Int64 { values, .. } => Some(Value::Int(values[row] as i128)),
             Self::Float64 { values, .. } => Some(Value::Float(values[row])),
-            Self::Other(array) => read(array.as_ref(), row),
+            Self::Other { array, .. } => read(array.as_ref(), row),
         }
     }
 }
