@@ -19,9 +19,17 @@ use crate::fold::value::Computed;
 use crate::store::{BatchStore, RowRef};
 use crate::version::{row_kind_array, RowKind};
 
+/// A pending row as `interleave` takes it: (stored batch, row). Kept in this form from
+/// the start, so building a batch hands over a slice instead of converting every index.
+type Index = (usize, usize);
+
+fn index(row: RowRef) -> Index {
+    (row.batch as usize, row.row as usize)
+}
+
 pub(crate) enum Sink {
     Whole,
-    Gather(Vec<RowRef>),
+    Gather(Vec<Index>),
     Computed(Computed),
     RowKind,
 }
@@ -29,7 +37,7 @@ pub(crate) enum Sink {
 pub(crate) struct OutputBuilder {
     schema: SchemaRef,
     /// Each output row's source row (for `Whole` columns).
-    rows: Vec<RowRef>,
+    rows: Vec<Index>,
     kinds: Vec<RowKind>,
     sinks: Vec<Sink>,
 }
@@ -43,7 +51,7 @@ impl OutputBuilder {
     /// every `Gather` and `Computed` sink once.
     #[inline]
     pub(crate) fn push(&mut self, row: RowRef, kind: RowKind) {
-        self.rows.push(row);
+        self.rows.push(index(row));
         self.kinds.push(kind);
     }
 
@@ -51,7 +59,7 @@ impl OutputBuilder {
     #[inline]
     pub(crate) fn gather(&mut self, column: usize, row: RowRef) {
         if let Sink::Gather(rows) = &mut self.sinks[column] {
-            rows.push(row);
+            rows.push(index(row));
         }
     }
 
@@ -71,8 +79,7 @@ impl OutputBuilder {
     /// built whole: a fold that computes emits at most one row per group, so the merge
     /// never has more than a batch pending then.
     pub(crate) fn build(&mut self, n: usize, store: &BatchStore) -> Result<RecordBatch> {
-        let whole = gather_indices(self.rows.drain(..n));
-        let kinds: Vec<RowKind> = self.kinds.drain(..n).collect();
+        let (whole, kinds) = (&self.rows[..n], &self.kinds[..n]);
         let columns = self
             .sinks
             .iter_mut()
@@ -80,9 +87,13 @@ impl OutputBuilder {
             .map(|(c, sink)| -> Result<ArrayRef> {
                 let data_type = self.schema.field(c).data_type();
                 match sink {
-                    Sink::Whole => gather(store, c, &whole),
-                    Sink::Gather(rows) => gather(store, c, &gather_indices(rows.drain(..n))),
-                    Sink::RowKind => Ok(row_kind_array(data_type, &kinds)),
+                    Sink::Whole => gather(store, c, whole),
+                    Sink::Gather(rows) => {
+                        let column = gather(store, c, &rows[..n]);
+                        rows.drain(..n);
+                        column
+                    }
+                    Sink::RowKind => Ok(row_kind_array(data_type, kinds)),
                     Sink::Computed(values) if values.len() == n => values.finish(data_type),
                     Sink::Computed(_) => {
                         Err(MergeError::Internal("partial build of a computed column".into()))
@@ -90,13 +101,15 @@ impl OutputBuilder {
                 }
             })
             .collect::<Result<Vec<_>>>()?;
+        self.rows.drain(..n);
+        self.kinds.drain(..n);
         Ok(RecordBatch::try_new(self.schema.clone(), columns)?)
     }
 
     /// Marks the stored batches that pending rows point into.
     pub(crate) fn mark_live(&self, live: &mut [bool]) {
-        for r in self.pending_refs() {
-            live[r.batch as usize] = true;
+        for &(batch, _) in self.pending() {
+            live[batch] = true;
         }
     }
 
@@ -107,13 +120,13 @@ impl OutputBuilder {
             _ => None,
         });
         for rows in std::iter::once(&mut self.rows).chain(gathered) {
-            for r in rows {
-                r.batch = remap[r.batch as usize];
+            for (batch, _) in rows {
+                *batch = remap[*batch] as usize;
             }
         }
     }
 
-    fn pending_refs(&self) -> impl Iterator<Item = &RowRef> {
+    fn pending(&self) -> impl Iterator<Item = &Index> {
         let gathered = self.sinks.iter().filter_map(|s| match s {
             Sink::Gather(rows) => Some(rows),
             _ => None,
@@ -122,11 +135,7 @@ impl OutputBuilder {
     }
 }
 
-fn gather_indices(rows: impl Iterator<Item = RowRef>) -> Vec<(usize, usize)> {
-    rows.map(|r| (r.batch as usize, r.row as usize)).collect()
-}
-
-fn gather(store: &BatchStore, column: usize, indices: &[(usize, usize)]) -> Result<ArrayRef> {
+fn gather(store: &BatchStore, column: usize, indices: &[Index]) -> Result<ArrayRef> {
     let arrays: Vec<&dyn Array> = store.batches().map(|b| b.column(column).as_ref()).collect();
     Ok(interleave(&arrays, indices)?)
 }
