@@ -164,6 +164,12 @@ def test_files_are_sorted_runs_with_sequence_and_row_kind(tmp_path):
         assert keys == sorted(set(keys)), "one row per key, ascending"
         assert data.column("_seq").to_pylist() == list(range(data.num_rows))
         assert f.max_sequence == f.sequence_base + data.num_rows - 1
+        # The documented encoding: plain values, no dictionary pages, `_seq` delta-encoded.
+        meta = pq.ParquetFile(tmp_path / "t" / f.path).metadata.row_group(0)
+        columns = {meta.column(i).path_in_schema: meta.column(i) for i in range(meta.num_columns)}
+        assert not any(c.has_dictionary_page for c in columns.values())
+        assert "DELTA_BINARY_PACKED" in columns["_seq"].encodings
+        assert {c.compression for c in columns.values()} == {"LZ4"}
     assert table_rows(table.read()) == [{"k": 1, "p": "x", "ts": 0, "v": 4}, {"k": 5, "p": "x", "ts": 0, "v": 1}]
 
 

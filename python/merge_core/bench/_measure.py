@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import importlib.util
 import resource
 import sys
@@ -67,6 +68,16 @@ def rss() -> int:
         return int(f.read().split()[1]) * resource.getpagesize()
 
 
+def release_free_memory() -> None:
+    """Hands memory freed by earlier runs back to the OS (pyarrow's pool, then glibc's
+    heap, where merge-core allocates), so that a run reusing it still counts it."""
+    pa.default_memory_pool().release_unused()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass  # not glibc
+
+
 def reset_peak_rss() -> None:
     """Lets VmHWM measure one run in a long process (Linux: clear_refs 5); harmless elsewhere."""
     try:
@@ -129,6 +140,7 @@ def measure(run: Callable[[], Any], repeat: int) -> tuple[float, int, Any]:
     best, peak, result = float("inf"), 0, None
     for _ in range(repeat):
         result = None  # the previous result must not count against this run's memory
+        release_free_memory()
         reset_peak_rss()
         base = rss()
         start = time.perf_counter()

@@ -139,7 +139,8 @@ def run(folder: str, base_rows: int, repeat: int, spark) -> Section:
             f"`Table.read`: the same versions written as 11 commits into an 8-bucket `mc.Table` (the write took"
             f" {write_seconds:.2f} s, {total / write_seconds / 1e6:.2f} M rows/s), read merged on all cores.",
             "DuckDB and DataFusion use all cores; Spark SQL runs on the local session (its memory is the JVM's,"
-            " not counted); peak memory is the Python process's above its level when the run started.",
+            " not counted); peak memory is the Python process's above its level when the run started (memory freed"
+            " before is handed back to the OS first), the returned table included.",
         ],
         time_peers(peers, repeat, total, lambda a, b: same_rows(a, b, order_by="uuid")),
     )
