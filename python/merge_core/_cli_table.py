@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import merge_core as mc
 
 from . import contest
-from .cli import UserError, _open_parquet
+from .cli import UserError, _open_parquet, add_command, add_null_string_option
 
 EXAMPLES = """examples:
   merge-core table create lake/users --like data/0.parquet -k uuid --buckets 8 --preset contest
@@ -36,9 +36,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     actions = table.add_subparsers(dest="action", required=True, metavar="ACTION")
 
     def sub(name: str, help: str) -> argparse.ArgumentParser:
-        p = actions.add_parser(
-            name, help=help, description=help, epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter
-        )
+        p = add_command(actions, name, help, EXAMPLES)
         p.add_argument("path", help="the table's directory")
         return p
 
@@ -55,13 +53,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     p = sub("write", "write Parquet files into the table, one commit per file, in order")
     p.add_argument("inputs", nargs="+", metavar="IN")
     p.add_argument("--row-kind", default=None, metavar="COL", help="column of row kinds (+I, -U, +U, -D)")
-    p.add_argument(
-        "--null-string",
-        action="append",
-        default=[],
-        metavar="COL",
-        help="in commits after the table's first, the string 'null' in COL means null",
-    )
+    add_null_string_option(p, "commits after the table's first")
     p.add_argument("--memory", default="256MiB", help="sort memory of each write (default 256MiB)")
     p.set_defaults(run=cmd_write)
 

@@ -209,11 +209,27 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_command(commands: argparse._SubParsersAction, name: str, help: str, examples: str) -> argparse.ArgumentParser:
+    """A (sub)command whose help shows `help` and the examples below it."""
+    return commands.add_parser(
+        name, help=help, description=help, epilog=examples, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+
+
+def add_null_string_option(p: argparse.ArgumentParser, after: str) -> None:
+    """`--null-string COL`: the contest's rule that the string 'null' in COL is a null."""
+    p.add_argument(
+        "--null-string",
+        action="append",
+        default=[],
+        metavar="COL",
+        help=f"in {after}, the string 'null' in COL means null",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     def sub(name: str, help: str) -> argparse.ArgumentParser:
-        return commands.add_parser(
-            name, help=help, description=help, epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter
-        )
+        return add_command(commands, name, help, EXAMPLES)
 
     parser = argparse.ArgumentParser(
         prog="merge-core",
@@ -260,13 +276,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--sum", action="append", default=[], metavar="COL", help="sum this column (others: newest non-null)"
     )
     p.add_argument("--newest-non-null", action="store_true", help="all columns but --sum ones take the newest non-null")
-    p.add_argument(
-        "--null-string",
-        action="append",
-        default=[],
-        metavar="COL",
-        help="in versions after the first, the string 'null' in COL means null",
-    )
+    add_null_string_option(p, "versions after the first")
     p.add_argument("--memory", default="256MiB", help="sort memory per Spark task")
     p.add_argument("--buckets", type=int, default=None, help="key buckets, one Spark task each (default: cores)")
     p.add_argument("--overwrite", action="store_true", help="replace OUT if it is not empty")
