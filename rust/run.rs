@@ -133,9 +133,24 @@ impl Group {
     }
 }
 
+/// A run's current key as the engines see it first.
+#[derive(Clone, Copy)]
+struct Head {
+    /// [`KeyValues::digest`] of the current row.
+    digest: u64,
+    live: bool,
+}
+
+impl Head {
+    const DONE: Self = Self { digest: u64::MAX, live: false };
+}
+
 /// All cursors of one merge.
 pub(crate) struct Runs<E: KeyEncoder> {
     cursors: Vec<RunCursor<E::Values>>,
+    /// Each run's head, kept apart from its cursor so that most comparisons read two
+    /// integers of one small array instead of two cursors and their key buffers.
+    heads: Vec<Head>,
     encoder: E,
     layout: Arc<Layout>,
     pub store: BatchStore,
@@ -144,11 +159,12 @@ pub(crate) struct Runs<E: KeyEncoder> {
 
 impl<E: KeyEncoder> Runs<E> {
     pub(crate) fn new(inputs: Vec<BatchIter>, encoder: E, layout: Arc<Layout>) -> Self {
-        let cursors = inputs
+        let cursors: Vec<_> = inputs
             .into_iter()
             .map(|input| RunCursor { input, current: None, lookahead: None, next_row: 0 })
             .collect();
-        Self { cursors, encoder, layout, store: BatchStore::default(), counters: Counters::default() }
+        let heads = vec![Head::DONE; cursors.len()];
+        Self { cursors, heads, encoder, layout, store: BatchStore::default(), counters: Counters::default() }
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -158,19 +174,34 @@ impl<E: KeyEncoder> Runs<E> {
     /// Loads run `i`'s first row.
     pub(crate) fn start(&mut self, i: usize) -> Result<()> {
         self.cursors[i].current = self.load_next(i)?;
+        self.update_head(i);
         Ok(())
+    }
+
+    fn update_head(&mut self, i: usize) {
+        self.heads[i] = match &self.cursors[i].current {
+            Some(loaded) => Head { digest: loaded.keys.digest(loaded.pos), live: true },
+            None => Head::DONE,
+        };
     }
 
     /// Run `i` has no rows left.
     #[inline]
     pub(crate) fn is_done(&self, i: usize) -> bool {
-        self.cursors[i].current.is_none()
+        !self.heads[i].live
     }
 
     /// Compares the current keys of two live runs; the comparison is counted.
     #[inline]
     pub(crate) fn compare_keys(&mut self, a: usize, b: usize) -> Ordering {
         self.counters.key_comparisons += 1;
+        let (x, y) = (self.heads[a].digest, self.heads[b].digest);
+        if x != y {
+            return x.cmp(&y);
+        }
+        if E::Values::DIGEST_IS_KEY {
+            return Ordering::Equal;
+        }
         let (a, b) = (self.loaded(a), self.loaded(b));
         a.keys.compare(a.pos, &b.keys, b.pos)
     }
@@ -179,13 +210,10 @@ impl<E: KeyEncoder> Runs<E> {
     /// used-up runs compare as `Less`: they need no order). Only real comparisons count.
     #[inline]
     pub(crate) fn compare_live(&mut self, a: usize, b: usize) -> Ordering {
-        match (&self.cursors[a].current, &self.cursors[b].current) {
-            (Some(x), Some(y)) => {
-                self.counters.key_comparisons += 1;
-                x.keys.compare(x.pos, &y.keys, y.pos)
-            }
-            (_, None) => Ordering::Less,
-            (None, Some(_)) => Ordering::Greater,
+        match (self.heads[a].live, self.heads[b].live) {
+            (true, true) => self.compare_keys(a, b),
+            (_, false) => Ordering::Less,
+            (false, true) => Ordering::Greater,
         }
     }
 
@@ -217,6 +245,7 @@ impl<E: KeyEncoder> Runs<E> {
         let loaded = self.cursors[i].current.as_mut().expect("advance of a live run");
         loaded.pos += 1;
         if loaded.pos < loaded.keys.len() {
+            self.heads[i].digest = loaded.keys.digest(loaded.pos);
             return Ok(());
         }
         let next = match self.cursors[i].lookahead.take() {
@@ -224,6 +253,7 @@ impl<E: KeyEncoder> Runs<E> {
             None => self.load_next(i)?,
         };
         self.cursors[i].current = next;
+        self.update_head(i);
         Ok(())
     }
 

@@ -9,7 +9,7 @@ use arrow_array::{Array, ArrayRef, BinaryViewArray, FixedSizeBinaryArray, Offset
 use arrow_buffer::{Buffer, ScalarBuffer};
 use arrow_schema::DataType;
 
-use super::{KeyEncoder, KeyValues};
+use super::{byte_prefix, KeyEncoder, KeyValues};
 use crate::error::Result;
 
 /// Offsets and values of a utf8/binary (or large) column: a value is a plain slice.
@@ -40,25 +40,18 @@ impl<O: OffsetSizeTrait> KeyValues for ByteKeys<O> {
 
     #[inline]
     fn compare(&self, i: usize, other: &Self, j: usize) -> Ordering {
-        // Unequal prefixes order the values as the bytes do (see `prefix`); equal ones
+        // Unequal prefixes order the values as the bytes do (see `byte_prefix`); equal ones
         // say nothing (the values may differ later, or in length).
         match self.prefixes[i].cmp(&other.prefixes[j]) {
             Ordering::Equal => self.value(i).cmp(other.value(j)),
             unequal => unequal,
         }
     }
-}
 
-/// The first eight bytes of `value` as a big-endian integer, zero-padded. If two
-/// prefixes differ, the values compare as their prefixes do: the first differing byte
-/// is a real byte of both, or padding (0) of the shorter value, which is a prefix of
-/// the longer one up to there and so sorts first.
-#[inline]
-fn prefix(value: &[u8]) -> u64 {
-    let mut head = [0u8; 8];
-    let n = value.len().min(8);
-    head[..n].copy_from_slice(&value[..n]);
-    u64::from_be_bytes(head)
+    #[inline]
+    fn digest(&self, i: usize) -> u64 {
+        self.prefixes[i]
+    }
 }
 
 pub(crate) struct ByteEncoder<O>(PhantomData<fn() -> O>);
@@ -79,7 +72,7 @@ impl<O: OffsetSizeTrait> KeyEncoder for ByteEncoder<O> {
             values: data.buffers()[1].clone(),
             prefixes: Vec::new(),
         };
-        keys.prefixes = (0..keys.len()).map(|i| prefix(keys.value(i))).collect();
+        keys.prefixes = (0..keys.len()).map(|i| byte_prefix(keys.value(i))).collect();
         Ok(keys)
     }
 }
@@ -95,6 +88,10 @@ impl KeyValues for ViewKeys {
     #[inline]
     fn compare(&self, i: usize, other: &Self, j: usize) -> Ordering {
         self.0.value(i).cmp(other.0.value(j))
+    }
+
+    fn digest(&self, i: usize) -> u64 {
+        byte_prefix(self.0.value(i))
     }
 }
 
@@ -124,6 +121,10 @@ impl KeyValues for FixedKeys {
     #[inline]
     fn compare(&self, i: usize, other: &Self, j: usize) -> Ordering {
         self.0.value(i).cmp(other.0.value(j))
+    }
+
+    fn digest(&self, i: usize) -> u64 {
+        byte_prefix(self.0.value(i))
     }
 }
 

@@ -10,7 +10,7 @@ use arrow_array::ArrayRef;
 use arrow_row::{RowConverter, Rows, SortField};
 use arrow_schema::DataType;
 
-use super::{KeyEncoder, KeyValues};
+use super::{byte_prefix, KeyEncoder, KeyValues};
 use crate::error::Result;
 
 pub(crate) struct RowKeys(Rows);
@@ -23,6 +23,10 @@ impl KeyValues for RowKeys {
     #[inline]
     fn compare(&self, i: usize, other: &Self, j: usize) -> Ordering {
         self.0.row(i).cmp(&other.0.row(j))
+    }
+
+    fn digest(&self, i: usize) -> u64 {
+        byte_prefix(self.0.row(i).as_ref())
     }
 }
 
