@@ -72,6 +72,8 @@ impl RowKind {
 pub(crate) struct BatchVersions {
     sequence: Vec<ScalarBuffer<i64>>,
     kinds: Option<Arc<[RowKind]>>,
+    /// Some row is a retract.
+    any_retract: bool,
 }
 
 impl BatchVersions {
@@ -97,13 +99,19 @@ impl BatchVersions {
             None => None,
             Some((name, column)) => Some(read_row_kinds(name, column.as_ref(), &at)?),
         };
-        Ok(Self { sequence, kinds })
+        let any_retract = kinds.as_ref().is_some_and(|k| k.iter().any(|k| k.is_retract()));
+        Ok(Self { sequence, kinds, any_retract })
     }
 
     /// The row kind of `row` (`+I` when the merge has no row-kind column).
     #[inline]
     pub(crate) fn kind(&self, row: usize) -> RowKind {
         self.kinds.as_ref().map_or(RowKind::Insert, |k| k[row])
+    }
+
+    /// Every row's kind, if some row is a retract (`None`: every row is an add).
+    pub(crate) fn kinds_with_retracts(&self) -> Option<&[RowKind]> {
+        self.kinds.as_deref().filter(|_| self.any_retract)
     }
 
     /// Does the version order of this merge depend on more than arrival order?

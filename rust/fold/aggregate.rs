@@ -1,8 +1,10 @@
 //! The `aggregate` merge function: one of Paimon's aggregate functions per column.
 //!
-//! Functions that pick a stored value (first/last, min/max) record which row it is, so
-//! the builder gathers it like any other value; functions that compute (sum, product,
-//! listagg, bool_and/or) write their result to a [`Computed`] buffer.
+//! Functions that pick a stored value record which row it is, so the builder gathers it
+//! like any other value: last_value and last_non_null_value leave the pick to the
+//! builder (a `Newest` sink, fed the key's versions once), first/min/max pick here.
+//! Functions that compute (sum, product, listagg, bool_and/or) write their result to a
+//! [`Computed`] buffer.
 
 use std::cmp::Ordering;
 use std::str::FromStr;
@@ -11,7 +13,7 @@ use arrow_schema::DataType;
 
 use super::location;
 use super::value::{int_fits, kind_of, read, ColumnView, Computed, Value, ValueKind};
-use crate::builder::{OutputBuilder, Sink};
+use crate::builder::{NewestRule, OutputBuilder, Sink};
 use crate::error::{invalid, MergeError, Result};
 use crate::run::Layout;
 use crate::store::{BatchStore, RowRef};
@@ -125,11 +127,27 @@ struct Column {
     sequence: bool,
 }
 
+impl Column {
+    /// The builder's rule when it picks this column's value (last_value and
+    /// last_non_null_value); `None` when the fold decides.
+    fn newest(&self) -> Option<NewestRule> {
+        let skip_nulls = match self.field.function {
+            _ if self.sequence => return None,
+            AggFunction::LastValue => false,
+            AggFunction::LastNonNullValue => true,
+            _ => return None,
+        };
+        Some(NewestRule { slot: self.slot, skip_nulls, skip_retracts: self.field.ignore_retract })
+    }
+}
+
 pub(crate) struct Aggregator {
     columns: Vec<Column>,
     key: Vec<usize>,
     /// The merge has a row-kind column (without one every row is an add).
     has_row_kinds: bool,
+    /// Some column's sink picks the newest value itself (see [`Column::newest`]).
+    any_newest: bool,
 }
 
 impl Aggregator {
@@ -198,7 +216,8 @@ impl Aggregator {
                 sequence: layout.sequence.contains(&index),
             });
         }
-        Ok(Self { columns, key: layout.key.clone(), has_row_kinds: layout.row_kind.is_some() })
+        let any_newest = columns.iter().any(|c| c.newest().is_some());
+        Ok(Self { columns, key: layout.key.clone(), has_row_kinds: layout.row_kind.is_some(), any_newest })
     }
 
     /// The columns whose values the aggregates read, in view-slot order.
@@ -209,7 +228,8 @@ impl Aggregator {
     pub(crate) fn sink(&self, column: usize) -> Sink {
         match self.columns.iter().find(|c| c.index == column) {
             Some(c) if c.field.function.computes() => Sink::Computed(Computed::for_type(&c.data_type)),
-            _ => Sink::Gather(Vec::new()),
+            Some(c) => c.newest().map_or(Sink::Gather(Vec::new()), Sink::Newest),
+            None => Sink::Gather(Vec::new()),
         }
     }
 
@@ -237,6 +257,9 @@ impl Aggregator {
             return Ok(()); // no add left: the key is dropped
         };
         out.push(newest, RowKind::Insert);
+        if self.any_newest {
+            out.candidates(rows);
+        }
         if let [single] = rows {
             // A key seen once passes through as it is.
             for c in &self.columns {
@@ -249,7 +272,9 @@ impl Aggregator {
         }
         let all_adds = first_retract.is_none();
         for c in &self.columns {
-            if c.field.function.computes() {
+            if c.newest().is_some() {
+                continue; // the builder picks
+            } else if c.field.function.computes() {
                 let value = Self::compute(c, rows, store, all_adds)
                     .map_err(|Overflow| self.overflow(c, store, newest))?;
                 push_computed(out.computed(c.index), value);

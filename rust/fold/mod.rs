@@ -6,7 +6,7 @@
 mod aggregate;
 pub(crate) mod value;
 
-use crate::builder::{OutputBuilder, Sink};
+use crate::builder::{NewestRule, OutputBuilder, Sink};
 use crate::error::{invalid, Result, RowLocation};
 use crate::run::Layout;
 use crate::store::{BatchStore, RowRef};
@@ -138,7 +138,9 @@ impl Folder {
                 } else if let Some(aggregator) = &self.aggregator {
                     aggregator.sink(c)
                 } else if matches!(self.function, MergeFunction::PartialUpdate { .. }) {
-                    Sink::Gather(Vec::new())
+                    let slot = self.value_columns.iter().position(|&v| v == c).expect("a value column");
+                    // The newest non-null value among the adds.
+                    Sink::Newest(NewestRule { slot, skip_nulls: true, skip_retracts: true })
                 } else {
                     Sink::Whole
                 }
@@ -197,16 +199,11 @@ impl Folder {
         Ok(())
     }
 
+    /// The value columns are `Newest` sinks: the builder picks each one's value.
     fn partial_update(&self, rows: &[RowRef], store: &BatchStore, out: &mut OutputBuilder) {
-        let is_add = |r: &&RowRef| !store.kind(**r).is_retract();
-        let Some(&newest) = rows.iter().rev().find(is_add) else { return };
+        let Some(&newest) = rows.iter().rev().find(|&&r| !store.kind(r).is_retract()) else { return };
         out.push(newest, RowKind::Insert);
-        let null = store.null_row();
-        for (slot, &c) in self.value_columns.iter().enumerate() {
-            let pick =
-                rows.iter().rev().filter(is_add).find(|r| !store.is_null(**r, slot)).map_or(null, |r| *r);
-            out.gather(c, pick);
-        }
+        out.candidates(rows);
     }
 }
 

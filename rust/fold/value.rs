@@ -154,8 +154,14 @@ impl ColumnView {
 
     #[inline(always)]
     pub(crate) fn is_null(&self, row: usize) -> bool {
+        self.nulls().is_some_and(|n| n.is_null(row))
+    }
+
+    /// The column's null bits (`None`: no nulls).
+    #[inline(always)]
+    pub(crate) fn nulls(&self) -> Option<&NullBuffer> {
         let (Self::Int64 { nulls, .. } | Self::Float64 { nulls, .. } | Self::Other { nulls, .. }) = self;
-        nulls.as_ref().is_some_and(|n| n.is_null(row))
+        nulls.as_ref()
     }
 
     /// The value at `row`, `None` for a null.
