@@ -58,12 +58,15 @@ pub(crate) struct OutputBuilder {
     sinks: Vec<Sink>,
     /// The candidates of every pending row, row after row, for `Newest` columns.
     candidates: Vec<Index>,
-    /// Where each pending row's candidates end in `candidates`.
+    /// Where each pending row's candidates end in `candidates` (kept only if some
+    /// column is `Newest`).
     candidate_ends: Vec<usize>,
+    any_newest: bool,
 }
 
 impl OutputBuilder {
     pub(crate) fn new(schema: SchemaRef, sinks: Vec<Sink>) -> Self {
+        let any_newest = sinks.iter().any(|s| matches!(s, Sink::Newest(_)));
         Self {
             schema,
             rows: Vec::new(),
@@ -71,6 +74,7 @@ impl OutputBuilder {
             sinks,
             candidates: Vec::new(),
             candidate_ends: Vec::new(),
+            any_newest,
         }
     }
 
@@ -80,7 +84,9 @@ impl OutputBuilder {
     pub(crate) fn push(&mut self, row: RowRef, kind: RowKind) {
         self.rows.push(index(row));
         self.kinds.push(kind);
-        self.candidate_ends.push(self.candidates.len());
+        if self.any_newest {
+            self.candidate_ends.push(self.candidates.len());
+        }
     }
 
     /// Gives the current row the candidates its `Newest` columns pick from (oldest first).
@@ -142,10 +148,12 @@ impl OutputBuilder {
             .collect::<Result<Vec<_>>>()?;
         self.rows.drain(..n);
         self.kinds.drain(..n);
-        let used = self.candidate_ends[n - 1];
-        self.candidates.drain(..used);
-        self.candidate_ends.drain(..n);
-        self.candidate_ends.iter_mut().for_each(|end| *end -= used);
+        if self.any_newest {
+            let used = self.candidate_ends[n - 1];
+            self.candidates.drain(..used);
+            self.candidate_ends.drain(..n);
+            self.candidate_ends.iter_mut().for_each(|end| *end -= used);
+        }
         Ok(RecordBatch::try_new(self.schema.clone(), columns)?)
     }
 
