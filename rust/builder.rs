@@ -187,7 +187,10 @@ impl OutputBuilder {
 }
 
 /// For each row (its candidates end at `ends[i]`), the newest candidate `rule` accepts,
-/// or the null row. Each stored batch's null bits and row kinds are looked up once.
+/// or the null row: Paimon's last_value / last_non_null_value, read from the newest end.
+/// The newest counted version decides; a retract there clears the value, and a skipped
+/// null neither sets nor clears it. Each stored batch's null bits and row kinds are
+/// looked up once per batch built.
 fn pick_newest(store: &BatchStore, rule: NewestRule, candidates: &[Index], ends: &[usize]) -> Vec<Index> {
     let null = index(store.null_row());
     let batches: Vec<_> = (0..store.len() as u32)

@@ -418,39 +418,23 @@ fn push_computed(out: &mut Computed, value: Option<Acc>) {
     }
 }
 
-/// [`pick`] for a group without retracts: first/last scan from their own end and stop.
+/// [`pick`] for a group without retracts: first values need no row kinds.
 fn pick_among_adds(c: &Column, rows: &[RowRef], store: &BatchStore) -> Option<RowRef> {
-    let non_null = |r: &&RowRef| !store.is_null(**r, c.slot);
     match c.field.function {
         AggFunction::FirstValue => rows.first().copied(),
-        AggFunction::LastValue => rows.last().copied(),
-        AggFunction::FirstNonNullValue => rows.iter().find(non_null).copied(),
-        AggFunction::LastNonNullValue => rows.iter().rev().find(non_null).copied(),
+        AggFunction::FirstNonNullValue => rows.iter().find(|&&r| !store.is_null(r, c.slot)).copied(),
         _ => pick(c, rows, store),
     }
 }
 
-/// The row whose value a picking aggregate keeps, `None` for null.
+/// The row whose value a picking aggregate keeps, `None` for null. (Last values are
+/// the builder's: see [`Column::newest`].)
 fn pick(c: &Column, rows: &[RowRef], store: &BatchStore) -> Option<RowRef> {
     let is_null = |r: RowRef| store.is_null(r, c.slot);
     let adds = || rows.iter().copied().filter(|&r| !store.kind(r).is_retract());
     match c.field.function {
         AggFunction::FirstValue => adds().next(),
         AggFunction::FirstNonNullValue => adds().find(|&r| !is_null(r)),
-        AggFunction::LastValue | AggFunction::LastNonNullValue => {
-            let skip_nulls = c.field.function == AggFunction::LastNonNullValue;
-            let mut current = None;
-            for &r in rows {
-                let retract = store.kind(r).is_retract();
-                match (retract, skip_nulls && is_null(r)) {
-                    (true, _) if c.field.ignore_retract => {}
-                    (_, true) => {} // a null neither sets nor retracts a non-null value
-                    (true, false) => current = None,
-                    (false, false) => current = Some(r),
-                }
-            }
-            current
-        }
         AggFunction::Min | AggFunction::Max => {
             let wanted =
                 if c.field.function == AggFunction::Min { Ordering::Less } else { Ordering::Greater };
