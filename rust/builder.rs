@@ -89,9 +89,13 @@ impl OutputBuilder {
         }
     }
 
-    /// Gives the current row the candidates its `Newest` columns pick from (oldest first).
+    /// Gives the current row the candidates its `Newest` columns pick from (oldest first);
+    /// nothing to do without such columns.
     #[inline]
     pub(crate) fn candidates(&mut self, rows: &[RowRef]) {
+        if !self.any_newest {
+            return;
+        }
         self.candidates.extend(rows.iter().map(|&r| index(r)));
         *self.candidate_ends.last_mut().expect("a row was pushed") = self.candidates.len();
     }

@@ -125,20 +125,20 @@ struct Column {
     /// A sequence column: it takes the newest version's value, retract or not, so that the
     /// folded row sorts after every version it replaces.
     sequence: bool,
-}
-
-impl Column {
     /// The builder's rule when it picks this column's value (last_value and
     /// last_non_null_value); `None` when the fold decides.
-    fn newest(&self) -> Option<NewestRule> {
-        let skip_nulls = match self.field.function {
-            _ if self.sequence => return None,
-            AggFunction::LastValue => false,
-            AggFunction::LastNonNullValue => true,
-            _ => return None,
-        };
-        Some(NewestRule { slot: self.slot, skip_nulls, skip_retracts: self.field.ignore_retract })
-    }
+    newest: Option<NewestRule>,
+}
+
+/// See [`Column::newest`].
+fn newest_rule(field: &AggregateField, slot: usize, sequence: bool) -> Option<NewestRule> {
+    let skip_nulls = match field.function {
+        _ if sequence => return None,
+        AggFunction::LastValue => false,
+        AggFunction::LastNonNullValue => true,
+        _ => return None,
+    };
+    Some(NewestRule { slot, skip_nulls, skip_retracts: field.ignore_retract })
 }
 
 pub(crate) struct Aggregator {
@@ -146,8 +146,6 @@ pub(crate) struct Aggregator {
     key: Vec<usize>,
     /// The merge has a row-kind column (without one every row is an add).
     has_row_kinds: bool,
-    /// Some column's sink picks the newest value itself (see [`Column::newest`]).
-    any_newest: bool,
 }
 
 impl Aggregator {
@@ -207,17 +205,18 @@ impl Aggregator {
                 ));
             }
             let slot = columns.len();
+            let sequence = layout.sequence.contains(&index);
             columns.push(Column {
                 index,
                 slot,
                 name: f.name().clone(),
                 data_type: f.data_type().clone(),
+                newest: newest_rule(&field, slot, sequence),
                 field,
-                sequence: layout.sequence.contains(&index),
+                sequence,
             });
         }
-        let any_newest = columns.iter().any(|c| c.newest().is_some());
-        Ok(Self { columns, key: layout.key.clone(), has_row_kinds: layout.row_kind.is_some(), any_newest })
+        Ok(Self { columns, key: layout.key.clone(), has_row_kinds: layout.row_kind.is_some() })
     }
 
     /// The columns whose values the aggregates read, in view-slot order.
@@ -228,7 +227,7 @@ impl Aggregator {
     pub(crate) fn sink(&self, column: usize) -> Sink {
         match self.columns.iter().find(|c| c.index == column) {
             Some(c) if c.field.function.computes() => Sink::Computed(Computed::for_type(&c.data_type)),
-            Some(c) => c.newest().map_or(Sink::Gather(Vec::new()), Sink::Newest),
+            Some(c) => c.newest.map_or(Sink::Gather(Vec::new()), Sink::Newest),
             None => Sink::Gather(Vec::new()),
         }
     }
@@ -257,9 +256,7 @@ impl Aggregator {
             return Ok(()); // no add left: the key is dropped
         };
         out.push(newest, RowKind::Insert);
-        if self.any_newest {
-            out.candidates(rows);
-        }
+        out.candidates(rows);
         if let [single] = rows {
             // A key seen once passes through as it is.
             for c in &self.columns {
@@ -272,7 +269,7 @@ impl Aggregator {
         }
         let all_adds = first_retract.is_none();
         for c in &self.columns {
-            if c.newest().is_some() {
+            if c.newest.is_some() {
                 continue; // the builder picks
             } else if c.field.function.computes() {
                 let value = Self::compute(c, rows, store, all_adds)
