@@ -3,15 +3,16 @@
 //! outputs follow one another, in order.
 //!
 //! Up to `threads` groups are merged at once, each on its own thread, handing batches
-//! over a channel of [`CHANNEL_BATCHES`]: memory stays bounded by the groups in flight.
+//! over a [`Handoff`]. A group merged ahead of its turn may buffer its output up to a share
+//! of [`READ_AHEAD_BYTES`]: enough that its worker rarely waits for the reader to finish the
+//! groups before it (which left a core idle), while memory stays bounded.
 //! A worker stops when its receiver is dropped (with the stream, or at its first error); it is
 //! never joined, since it may be waiting to read a run that needs a lock (Python's GIL)
 //! held by whoever drops the stream.
 
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::mpsc::{sync_channel, Receiver};
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use arrow_array::RecordBatch;
 use arrow_schema::{Schema, SchemaRef};
@@ -38,8 +39,9 @@ pub struct GroupOptions {
     pub threads: usize,
 }
 
-/// Batches a group's worker may have ready before the reader takes them.
-const CHANNEL_BATCHES: usize = 2;
+/// Bytes of merged batches all workers together may have ready before the reader takes
+/// them (each worker may always have one batch ready, whatever its size).
+const READ_AHEAD_BYTES: usize = 128 << 20;
 
 /// Merges each group of runs (of `schema`) on its own, streaming the outputs in order.
 pub fn merge_groups(
@@ -79,7 +81,7 @@ pub fn merge_groups(
 struct Groups {
     pending: VecDeque<Vec<Run>>,
     /// The outputs of the groups being merged, oldest first.
-    in_flight: VecDeque<Receiver<Result<RecordBatch>>>,
+    in_flight: VecDeque<Receiver>,
     threads: usize,
     merge: MergeOptions,
     merged_schema: SchemaRef,
@@ -97,8 +99,8 @@ impl BatchSource for Groups {
             }
             let Some(front) = self.in_flight.front() else { return Ok(None) };
             match front.recv() {
-                Ok(batch) => return self.project(batch?).map(Some),
-                Err(_) => _ = self.in_flight.pop_front(), // the group is done
+                Some(batch) => return self.project(batch?).map(Some),
+                None => _ = self.in_flight.pop_front(), // the group is done
             }
         }
     }
@@ -106,24 +108,24 @@ impl BatchSource for Groups {
 
 impl Groups {
     /// Merges one group on a worker thread; its batches (or its error) come over the channel.
-    fn start(&self, runs: Vec<Run>) -> Receiver<Result<RecordBatch>> {
-        let (sender, receiver) = sync_channel(CHANNEL_BATCHES);
+    fn start(&self, runs: Vec<Run>) -> Receiver {
+        let (sender, receiver) = handoff(READ_AHEAD_BYTES / self.threads);
         let (merge, stats, declared) = (self.merge.clone(), self.stats.clone(), self.merged_schema.clone());
         std::thread::spawn(move || {
             let work = AssertUnwindSafe(|| -> Result<()> {
                 let stream = merge_runs_into(runs, merge, false, stats)?;
                 check_same_columns(&stream.schema(), &declared)?;
                 for batch in stream {
-                    if sender.send(Ok(batch?)).is_err() {
+                    if !sender.send(Ok(batch?)) {
                         break; // nobody reads any more
                     }
                 }
                 Ok(())
             });
-            // A panic must reach the reader as an error: a closed channel means "done".
+            // A panic must reach the reader as an error: a finished handoff means "done".
             let result = catch_unwind(work).unwrap_or_else(|panic| Err(MergeError::from_panic(panic)));
             if let Err(e) = result {
-                let _ = sender.send(Err(e));
+                sender.send(Err(e));
             }
         });
         receiver
@@ -147,4 +149,152 @@ fn check_same_columns(found: &Schema, declared: &Schema) -> Result<()> {
         return Ok(());
     }
     Err(invalid!("schema mismatch: a group's runs have schema {found:?}, but the read declared {declared:?}"))
+}
+
+/// One worker's batches on their way to the reader, in order. The worker waits while the
+/// batches ready would pass `limit` bytes; the reader waits while none is ready. Dropping
+/// the [`Sender`] marks the group done, dropping the [`Receiver`] tells the worker to stop.
+struct Handoff {
+    state: Mutex<HandoffState>,
+    changed: Condvar,
+    limit: usize,
+}
+
+#[derive(Default)]
+struct HandoffState {
+    ready: VecDeque<(Result<RecordBatch>, usize)>,
+    bytes: usize,
+    done: bool,
+    closed: bool,
+}
+
+struct Sender(Arc<Handoff>);
+struct Receiver(Arc<Handoff>);
+
+fn handoff(limit: usize) -> (Sender, Receiver) {
+    let shared = Arc::new(Handoff { state: Mutex::default(), changed: Condvar::new(), limit });
+    (Sender(shared.clone()), Receiver(shared))
+}
+
+impl Handoff {
+    /// The state, even if a thread panicked holding it (its fields are always consistent).
+    fn lock(&self) -> MutexGuard<'_, HandoffState> {
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn wait<'a>(&self, state: MutexGuard<'a, HandoffState>) -> MutexGuard<'a, HandoffState> {
+        self.changed.wait(state).unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn update(&self, change: impl FnOnce(&mut HandoffState)) {
+        change(&mut self.lock());
+        self.changed.notify_all();
+    }
+}
+
+impl Sender {
+    /// Hands `item` over once there is room; false if nobody reads any more.
+    fn send(&self, item: Result<RecordBatch>) -> bool {
+        let size = item.as_ref().map_or(0, RecordBatch::get_array_memory_size);
+        let handoff = &self.0;
+        let mut state = handoff.lock();
+        while !state.closed && !state.ready.is_empty() && state.bytes + size > handoff.limit {
+            state = handoff.wait(state);
+        }
+        if state.closed {
+            return false;
+        }
+        state.bytes += size;
+        state.ready.push_back((item, size));
+        drop(state);
+        handoff.changed.notify_all();
+        true
+    }
+}
+
+impl Drop for Sender {
+    fn drop(&mut self) {
+        self.0.update(|state| state.done = true);
+    }
+}
+
+impl Receiver {
+    /// The next batch (or error), waiting for it; `None` once the group is done.
+    fn recv(&self) -> Option<Result<RecordBatch>> {
+        let handoff = &self.0;
+        let mut state = handoff.lock();
+        loop {
+            if let Some((item, size)) = state.ready.pop_front() {
+                state.bytes -= size;
+                drop(state);
+                handoff.changed.notify_all();
+                return Some(item);
+            }
+            if state.done {
+                return None;
+            }
+            state = handoff.wait(state);
+        }
+    }
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        self.0.update(|state| state.closed = true);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::thread;
+    use std::time::Duration;
+
+    use arrow_array::{ArrayRef, Int64Array};
+
+    use super::*;
+
+    fn batch(first: i64) -> RecordBatch {
+        let values: ArrayRef = Arc::new(Int64Array::from_iter_values(first..first + 1000));
+        RecordBatch::try_from_iter([("v", values)]).unwrap()
+    }
+
+    fn ready_bytes(receiver: &Receiver) -> usize {
+        receiver.0.lock().bytes
+    }
+
+    #[test]
+    fn hands_batches_over_in_order_within_the_limit() {
+        let size = batch(0).get_array_memory_size();
+        let (sender, receiver) = handoff(2 * size);
+        let worker = thread::spawn(move || (0..10).all(|i| sender.send(Ok(batch(i * 1000)))));
+        thread::sleep(Duration::from_millis(50)); // let the worker run ahead as far as it may
+        assert_eq!(ready_bytes(&receiver), 2 * size);
+        let mut firsts = vec![];
+        while let Some(item) = receiver.recv() {
+            assert!(ready_bytes(&receiver) <= 2 * size);
+            let values = item.unwrap().column(0).as_any().downcast_ref::<Int64Array>().unwrap().clone();
+            firsts.push(values.value(0));
+        }
+        assert!(worker.join().unwrap());
+        assert_eq!(firsts, (0..10).map(|i| i * 1000).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_batch_above_the_limit_still_passes_alone() {
+        let (sender, receiver) = handoff(1);
+        let worker = thread::spawn(move || sender.send(Ok(batch(0))) && sender.send(Ok(batch(1000))));
+        assert_eq!(receiver.recv().unwrap().unwrap().num_rows(), 1000);
+        assert_eq!(receiver.recv().unwrap().unwrap().num_rows(), 1000);
+        assert!(receiver.recv().is_none());
+        assert!(worker.join().unwrap());
+    }
+
+    #[test]
+    fn dropping_the_receiver_stops_a_waiting_worker() {
+        let (sender, receiver) = handoff(1);
+        let worker = thread::spawn(move || (0..10).take_while(|&i| sender.send(Ok(batch(i)))).count());
+        thread::sleep(Duration::from_millis(50));
+        drop(receiver);
+        assert_eq!(worker.join().unwrap(), 1); // the first fitted; the second was refused
+    }
 }
