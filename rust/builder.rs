@@ -12,10 +12,13 @@
 //!   built, so a fold of many such columns (partial-update, last_non_null_value) costs
 //!   one hand-over per key instead of one search per column;
 //! - `Computed`: a value the fold computed (sum, product, listagg, bool_and/or);
-//! - `RowKind`: the output row kind, written in the input's representation.
+//! - `RowKind`: the output row kind, written in the input's representation;
+//! - `Unused`: a column the output leaves out (a read's projection), never built.
+
+use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef, RecordBatch};
-use arrow_schema::SchemaRef;
+use arrow_schema::{Schema, SchemaRef};
 use arrow_select::interleave::interleave;
 
 use crate::error::{MergeError, Result};
@@ -48,10 +51,15 @@ pub(crate) enum Sink {
     Newest(NewestRule),
     Computed(Computed),
     RowKind,
+    Unused,
 }
 
 pub(crate) struct OutputBuilder {
+    /// Every column of the merge; `sinks` follow it.
     schema: SchemaRef,
+    /// The output's columns (positions in `schema`) and their schema.
+    projection: Vec<usize>,
+    output: SchemaRef,
     /// Each output row's source row (for `Whole` columns).
     rows: Vec<Index>,
     kinds: Vec<RowKind>,
@@ -65,10 +73,21 @@ pub(crate) struct OutputBuilder {
 }
 
 impl OutputBuilder {
-    pub(crate) fn new(schema: SchemaRef, sinks: Vec<Sink>) -> Self {
+    /// A builder of the `projection` of `schema`, whose columns fill as `sinks` say. A
+    /// column left out is not built, unless the fold computes it (it is dropped then).
+    pub(crate) fn new(schema: &SchemaRef, mut sinks: Vec<Sink>, projection: Vec<usize>) -> Self {
+        for (c, sink) in sinks.iter_mut().enumerate() {
+            if !projection.contains(&c) && !matches!(sink, Sink::Computed(_)) {
+                *sink = Sink::Unused;
+            }
+        }
         let any_newest = sinks.iter().any(|s| matches!(s, Sink::Newest(_)));
+        let fields: Vec<_> = projection.iter().map(|&c| schema.field(c).clone()).collect();
+        let output = Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()));
         Self {
-            schema,
+            schema: schema.clone(),
+            projection,
+            output,
             rows: Vec::new(),
             kinds: Vec::new(),
             sinks,
@@ -125,31 +144,35 @@ impl OutputBuilder {
     /// never has more than a batch pending then.
     pub(crate) fn build(&mut self, n: usize, store: &BatchStore) -> Result<RecordBatch> {
         let (whole, kinds) = (&self.rows[..n], &self.kinds[..n]);
-        let columns = self
+        let built = self
             .sinks
             .iter_mut()
             .enumerate()
-            .map(|(c, sink)| -> Result<ArrayRef> {
+            .map(|(c, sink)| -> Result<Option<ArrayRef>> {
                 let data_type = self.schema.field(c).data_type();
-                match sink {
-                    Sink::Whole => gather(store, c, whole),
+                let column = match sink {
+                    Sink::Whole => gather(store, c, whole)?,
                     Sink::Gather(rows) => {
                         let column = gather(store, c, &rows[..n]);
                         rows.drain(..n);
-                        column
+                        column?
                     }
                     Sink::Newest(rule) => {
                         let ends = &self.candidate_ends[..n];
-                        gather(store, c, &pick_newest(store, *rule, &self.candidates, ends))
+                        gather(store, c, &pick_newest(store, *rule, &self.candidates, ends))?
                     }
-                    Sink::RowKind => Ok(row_kind_array(data_type, kinds)),
-                    Sink::Computed(values) if values.len() == n => values.finish(data_type),
+                    Sink::RowKind => row_kind_array(data_type, kinds),
+                    Sink::Computed(values) if values.len() == n => values.finish(data_type)?,
                     Sink::Computed(_) => {
-                        Err(MergeError::Internal("partial build of a computed column".into()))
+                        return Err(MergeError::Internal("partial build of a computed column".into()))
                     }
-                }
+                    Sink::Unused => return Ok(None),
+                };
+                Ok(Some(column))
             })
             .collect::<Result<Vec<_>>>()?;
+        let columns = self.projection.iter().map(|&c| built[c].clone().expect("projected columns are built"));
+        let columns = columns.collect();
         self.rows.drain(..n);
         self.kinds.drain(..n);
         if self.any_newest {
@@ -158,7 +181,7 @@ impl OutputBuilder {
             self.candidate_ends.drain(..n);
             self.candidate_ends.iter_mut().for_each(|end| *end -= used);
         }
-        Ok(RecordBatch::try_new(self.schema.clone(), columns)?)
+        Ok(RecordBatch::try_new(self.output.clone(), columns)?)
     }
 
     /// Marks the stored batches that pending rows point into.

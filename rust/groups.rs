@@ -21,17 +21,17 @@ use crate::error::{invalid, MergeError, Result};
 use crate::fold::Folder;
 use crate::run::{Layout, Run};
 use crate::stream::{
-    merge_runs_into, output_schema, BatchSource, MergeOptions, MergeStream, SharedStats, UntilError,
+    merge_runs_into, output_schema, projection, BatchSource, MergeOptions, MergeStream, SharedStats,
+    UntilError,
 };
 
 /// Options of [`merge_groups`].
 #[derive(Debug, Clone)]
 pub struct GroupOptions {
-    /// How each group is merged. Its runs may hold a key several times (a table's runs
-    /// are folded only as far as is sound; see [`crate::MergeFunction::for_partial_run`]).
+    /// How each group is merged (and which columns are output). Its runs may hold a key
+    /// several times (a table's runs are folded only as far as is sound; see
+    /// [`crate::MergeFunction::for_partial_run`]).
     pub merge: MergeOptions,
-    /// The output columns, in this order (all when `None`).
-    pub columns: Option<Vec<String>>,
     /// The output is a run above older runs (a partial compaction): fold only as far as
     /// is sound and keep deletes.
     pub partial: bool,
@@ -56,22 +56,13 @@ pub fn merge_groups(
     }
     let layout = Layout::new(schema.clone(), &merge.key, &merge.sequence, merge.row_kind.as_deref(), false)?;
     let merged_schema = output_schema(&layout, &Folder::new(merge.merge.clone(), &layout)?);
-    let projection = match &options.columns {
-        None => (0..merged_schema.fields().len()).collect(),
-        Some(names) => names
-            .iter()
-            .map(|name| merged_schema.index_of(name).map_err(|_| invalid!("no column '{name}' to read")))
-            .collect::<Result<Vec<_>>>()?,
-    };
-    let output = Arc::new(merged_schema.project(&projection)?);
+    let output = Arc::new(merged_schema.project(&projection(&merged_schema, merge.columns.as_deref())?)?);
     let stats = Arc::new(SharedStats::default());
     let batches = Groups {
         pending: groups.into(),
         in_flight: VecDeque::new(),
         threads: options.threads.max(1),
         merge: options.merge,
-        merged_schema,
-        projection,
         output: output.clone(),
         stats: stats.clone(),
     };
@@ -84,8 +75,6 @@ struct Groups {
     in_flight: VecDeque<Receiver>,
     threads: usize,
     merge: MergeOptions,
-    merged_schema: SchemaRef,
-    projection: Vec<usize>,
     output: SchemaRef,
     stats: Arc<SharedStats>,
 }
@@ -99,7 +88,7 @@ impl BatchSource for Groups {
             }
             let Some(front) = self.in_flight.front() else { return Ok(None) };
             match front.recv() {
-                Some(batch) => return self.project(batch?).map(Some),
+                Some(batch) => return batch.map(Some),
                 None => _ = self.in_flight.pop_front(), // the group is done
             }
         }
@@ -110,7 +99,7 @@ impl Groups {
     /// Merges one group on a worker thread; its batches (or its error) come over the channel.
     fn start(&self, runs: Vec<Run>) -> Receiver {
         let (sender, receiver) = handoff(READ_AHEAD_BYTES / self.threads);
-        let (merge, stats, declared) = (self.merge.clone(), self.stats.clone(), self.merged_schema.clone());
+        let (merge, stats, declared) = (self.merge.clone(), self.stats.clone(), self.output.clone());
         std::thread::spawn(move || {
             let work = AssertUnwindSafe(|| -> Result<()> {
                 let stream = merge_runs_into(runs, merge, false, stats)?;
@@ -129,11 +118,6 @@ impl Groups {
             }
         });
         receiver
-    }
-
-    fn project(&self, batch: RecordBatch) -> Result<RecordBatch> {
-        let columns = self.projection.iter().map(|&i| batch.column(i).clone()).collect();
-        Ok(RecordBatch::try_new(self.output.clone(), columns)?)
     }
 }
 

@@ -31,6 +31,9 @@ pub struct MergeOptions {
     pub algorithm: Algorithm,
     /// Rows per output batch (the last may be shorter).
     pub batch_size: usize,
+    /// The output columns, in this order (all when `None`). Columns left out are not
+    /// built at all.
+    pub columns: Option<Vec<String>>,
 }
 
 impl MergeOptions {
@@ -43,6 +46,7 @@ impl MergeOptions {
             merge: MergeFunction::default(),
             algorithm: Algorithm::default(),
             batch_size: 8192,
+            columns: None,
         }
     }
 }
@@ -249,14 +253,17 @@ pub(crate) fn merge_runs_into(
         Layout::new(schema.clone(), &options.key, &options.sequence, options.row_kind.as_deref(), strict)?;
     let folder = Folder::new(options.merge.clone(), &layout)?;
     layout.view_columns = folder.view_columns();
-    let output_schema = output_schema(&layout, &folder);
+    let merged_schema = output_schema(&layout, &folder);
+    let projection = projection(&merged_schema, options.columns.as_deref())?;
+    let output_schema = Arc::new(merged_schema.project(&projection)?);
     let key_types: Vec<_> = layout.key.iter().map(|&k| schema.field(k).data_type().clone()).collect();
     let inputs = runs.into_iter().map(|r| r.batches).collect();
     let visitor = BuildMerge {
         inputs,
         layout: Arc::new(layout),
         folder,
-        output_schema: output_schema.clone(),
+        merged_schema,
+        projection,
         options,
         stats: stats.clone(),
     };
@@ -295,6 +302,13 @@ fn common_schema(runs: &[Run]) -> Result<Option<SchemaRef>> {
     Ok(Some(Arc::new(Schema::new_with_metadata(fields, first.schema.metadata().clone()))))
 }
 
+/// The positions in `schema` of the output `columns` (all when `None`).
+pub(crate) fn projection(schema: &Schema, columns: Option<&[String]>) -> Result<Vec<usize>> {
+    let Some(names) = columns else { return Ok((0..schema.fields().len()).collect()) };
+    let position = |name: &String| schema.index_of(name).map_err(|_| invalid!("no column '{name}' to read"));
+    names.iter().map(position).collect()
+}
+
 /// The runs' schema, with every column a fold may set to null made nullable.
 pub(crate) fn output_schema(layout: &Layout, folder: &Folder) -> SchemaRef {
     if !folder.may_add_nulls() {
@@ -317,7 +331,9 @@ struct BuildMerge {
     inputs: Vec<BatchIter>,
     layout: Arc<Layout>,
     folder: Folder,
-    output_schema: SchemaRef,
+    /// Every column of the merge, before `projection` picks the output's.
+    merged_schema: SchemaRef,
+    projection: Vec<usize>,
     options: MergeOptions,
     stats: Arc<SharedStats>,
 }
@@ -337,7 +353,8 @@ impl KeyVisitor for BuildMerge {
 
 impl BuildMerge {
     fn with_engine<E: KeyEncoder, M: MergeEngine<E> + 'static>(self, encoder: E, engine: M) -> BoxedBatches {
-        let builder = OutputBuilder::new(self.output_schema, self.folder.sinks(&self.layout));
+        let sinks = self.folder.sinks(&self.layout);
+        let builder = OutputBuilder::new(&self.merged_schema, sinks, self.projection);
         let mut runs = Runs::new(self.inputs, encoder, self.layout.clone());
         if self.folder.may_add_nulls() {
             runs.store.add_null_row(&self.layout.schema);

@@ -36,6 +36,7 @@ fn merge(
         merge: options::merge_function(merge)?,
         algorithm: algorithm.parse().map_err(|e| to_py_err(py, e))?,
         batch_size,
+        columns: None,
     };
     let stream = guard(py, || crate::merge(runs, options))?;
     Ok(PyStream::new(stream))

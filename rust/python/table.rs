@@ -68,8 +68,8 @@ pub(crate) fn merge_groups(
             merge: merge_function(merge)?,
             algorithm: crate::Algorithm::LoserTree,
             batch_size,
+            columns,
         },
-        columns,
         partial,
         threads,
     };

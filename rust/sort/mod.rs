@@ -448,6 +448,7 @@ impl SortBuffer {
             merge,
             algorithm: Algorithm::LoserTree,
             batch_size,
+            columns: None,
         }
     }
 }

@@ -100,7 +100,8 @@ impl SortedBatches {
         if folder.may_add_nulls() {
             buffered.store.add_null_row(&layout.schema);
         }
-        let builder = OutputBuilder::new(output_schema, folder.sinks(layout));
+        let all_columns = (0..output_schema.fields().len()).collect();
+        let builder = OutputBuilder::new(&output_schema, folder.sinks(layout), all_columns);
         Self { buffered, order, next: 0, folder, builder, group: Vec::new(), batch_size }
     }
 
