@@ -18,10 +18,10 @@
 use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef, RecordBatch};
-use arrow_schema::{Schema, SchemaRef};
+use arrow_schema::SchemaRef;
 use arrow_select::interleave::interleave;
 
-use crate::error::{MergeError, Result};
+use crate::error::{invalid, MergeError, Result};
 use crate::fold::value::Computed;
 use crate::store::{BatchStore, RowRef};
 use crate::version::{row_kind_array, RowKind};
@@ -54,12 +54,36 @@ pub(crate) enum Sink {
     Unused,
 }
 
+/// The columns a merge outputs: those asked for, or all.
+#[derive(Clone)]
+pub(crate) struct OutputColumns {
+    /// Every column of the merge (see `stream::output_schema`).
+    pub merged: SchemaRef,
+    /// The output's columns, as positions in `merged`.
+    pub projection: Vec<usize>,
+    /// The output's schema.
+    pub schema: SchemaRef,
+}
+
+impl OutputColumns {
+    /// Every column of `merged`.
+    pub(crate) fn all(merged: SchemaRef) -> Self {
+        Self { projection: (0..merged.fields().len()).collect(), schema: merged.clone(), merged }
+    }
+
+    /// The `columns` of `merged`, in this order (all when `None`).
+    pub(crate) fn select(merged: SchemaRef, columns: Option<&[String]>) -> Result<Self> {
+        let Some(names) = columns else { return Ok(Self::all(merged)) };
+        let position =
+            |name: &String| merged.index_of(name).map_err(|_| invalid!("no column '{name}' to read"));
+        let projection = names.iter().map(position).collect::<Result<Vec<_>>>()?;
+        let schema = Arc::new(merged.project(&projection)?);
+        Ok(Self { merged, projection, schema })
+    }
+}
+
 pub(crate) struct OutputBuilder {
-    /// Every column of the merge; `sinks` follow it.
-    schema: SchemaRef,
-    /// The output's columns (positions in `schema`) and their schema.
-    projection: Vec<usize>,
-    output: SchemaRef,
+    columns: OutputColumns,
     /// Each output row's source row (for `Whole` columns).
     rows: Vec<Index>,
     kinds: Vec<RowKind>,
@@ -73,21 +97,17 @@ pub(crate) struct OutputBuilder {
 }
 
 impl OutputBuilder {
-    /// A builder of the `projection` of `schema`, whose columns fill as `sinks` say. A
-    /// column left out is not built, unless the fold computes it (it is dropped then).
-    pub(crate) fn new(schema: &SchemaRef, mut sinks: Vec<Sink>, projection: Vec<usize>) -> Self {
+    /// A builder of `columns`, filled as `sinks` (one per merged column) say. A column
+    /// left out is not built, unless the fold computes it (it is dropped then).
+    pub(crate) fn new(columns: OutputColumns, mut sinks: Vec<Sink>) -> Self {
         for (c, sink) in sinks.iter_mut().enumerate() {
-            if !projection.contains(&c) && !matches!(sink, Sink::Computed(_)) {
+            if !columns.projection.contains(&c) && !matches!(sink, Sink::Computed(_)) {
                 *sink = Sink::Unused;
             }
         }
         let any_newest = sinks.iter().any(|s| matches!(s, Sink::Newest(_)));
-        let fields: Vec<_> = projection.iter().map(|&c| schema.field(c).clone()).collect();
-        let output = Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()));
         Self {
-            schema: schema.clone(),
-            projection,
-            output,
+            columns,
             rows: Vec::new(),
             kinds: Vec::new(),
             sinks,
@@ -149,7 +169,7 @@ impl OutputBuilder {
             .iter_mut()
             .enumerate()
             .map(|(c, sink)| -> Result<Option<ArrayRef>> {
-                let data_type = self.schema.field(c).data_type();
+                let data_type = self.columns.merged.field(c).data_type();
                 let column = match sink {
                     Sink::Whole => gather(store, c, whole)?,
                     Sink::Gather(rows) => {
@@ -171,8 +191,8 @@ impl OutputBuilder {
                 Ok(Some(column))
             })
             .collect::<Result<Vec<_>>>()?;
-        let columns = self.projection.iter().map(|&c| built[c].clone().expect("projected columns are built"));
-        let columns = columns.collect();
+        let projection = self.columns.projection.iter();
+        let columns = projection.map(|&c| built[c].clone().expect("projected columns are built")).collect();
         self.rows.drain(..n);
         self.kinds.drain(..n);
         if self.any_newest {
@@ -181,7 +201,7 @@ impl OutputBuilder {
             self.candidate_ends.drain(..n);
             self.candidate_ends.iter_mut().for_each(|end| *end -= used);
         }
-        Ok(RecordBatch::try_new(self.output.clone(), columns)?)
+        Ok(RecordBatch::try_new(self.columns.schema.clone(), columns)?)
     }
 
     /// Marks the stored batches that pending rows point into.

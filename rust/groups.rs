@@ -17,12 +17,12 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use arrow_array::RecordBatch;
 use arrow_schema::{Schema, SchemaRef};
 
+use crate::builder::OutputColumns;
 use crate::error::{invalid, MergeError, Result};
 use crate::fold::Folder;
 use crate::run::{Layout, Run};
 use crate::stream::{
-    merge_runs_into, output_schema, projection, BatchSource, MergeOptions, MergeStream, SharedStats,
-    UntilError,
+    merge_runs_into, output_schema, BatchSource, MergeOptions, MergeStream, SharedStats, UntilError,
 };
 
 /// Options of [`merge_groups`].
@@ -56,7 +56,7 @@ pub fn merge_groups(
     }
     let layout = Layout::new(schema.clone(), &merge.key, &merge.sequence, merge.row_kind.as_deref(), false)?;
     let merged_schema = output_schema(&layout, &Folder::new(merge.merge.clone(), &layout)?);
-    let output = Arc::new(merged_schema.project(&projection(&merged_schema, merge.columns.as_deref())?)?);
+    let output = OutputColumns::select(merged_schema, merge.columns.as_deref())?.schema;
     let stats = Arc::new(SharedStats::default());
     let batches = Groups {
         pending: groups.into(),

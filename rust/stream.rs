@@ -9,7 +9,7 @@ use std::sync::Arc;
 use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::{ArrowError, Field, Schema, SchemaRef};
 
-use crate::builder::OutputBuilder;
+use crate::builder::{OutputBuilder, OutputColumns};
 use crate::engine::{Algorithm, Heap, LoserTree, MergeEngine};
 use crate::error::{invalid, MergeError, Result};
 use crate::fold::{Folder, MergeFunction};
@@ -253,22 +253,14 @@ pub(crate) fn merge_runs_into(
         Layout::new(schema.clone(), &options.key, &options.sequence, options.row_kind.as_deref(), strict)?;
     let folder = Folder::new(options.merge.clone(), &layout)?;
     layout.view_columns = folder.view_columns();
-    let merged_schema = output_schema(&layout, &folder);
-    let projection = projection(&merged_schema, options.columns.as_deref())?;
-    let output_schema = Arc::new(merged_schema.project(&projection)?);
+    let output = OutputColumns::select(output_schema(&layout, &folder), options.columns.as_deref())?;
+    let stream_schema = output.schema.clone();
     let key_types: Vec<_> = layout.key.iter().map(|&k| schema.field(k).data_type().clone()).collect();
     let inputs = runs.into_iter().map(|r| r.batches).collect();
-    let visitor = BuildMerge {
-        inputs,
-        layout: Arc::new(layout),
-        folder,
-        merged_schema,
-        projection,
-        options,
-        stats: stats.clone(),
-    };
+    let visitor =
+        BuildMerge { inputs, layout: Arc::new(layout), folder, output, options, stats: stats.clone() };
     let batches = dispatch(&key_types, visitor)?;
-    Ok(MergeStream { schema: output_schema, batches, stats, sort: None })
+    Ok(MergeStream { schema: stream_schema, batches, stats, sort: None })
 }
 
 /// The runs' shared schema (a field is nullable if it is in any run), or `None` for no runs.
@@ -302,13 +294,6 @@ fn common_schema(runs: &[Run]) -> Result<Option<SchemaRef>> {
     Ok(Some(Arc::new(Schema::new_with_metadata(fields, first.schema.metadata().clone()))))
 }
 
-/// The positions in `schema` of the output `columns` (all when `None`).
-pub(crate) fn projection(schema: &Schema, columns: Option<&[String]>) -> Result<Vec<usize>> {
-    let Some(names) = columns else { return Ok((0..schema.fields().len()).collect()) };
-    let position = |name: &String| schema.index_of(name).map_err(|_| invalid!("no column '{name}' to read"));
-    names.iter().map(position).collect()
-}
-
 /// The runs' schema, with every column a fold may set to null made nullable.
 pub(crate) fn output_schema(layout: &Layout, folder: &Folder) -> SchemaRef {
     if !folder.may_add_nulls() {
@@ -331,9 +316,7 @@ struct BuildMerge {
     inputs: Vec<BatchIter>,
     layout: Arc<Layout>,
     folder: Folder,
-    /// Every column of the merge, before `projection` picks the output's.
-    merged_schema: SchemaRef,
-    projection: Vec<usize>,
+    output: OutputColumns,
     options: MergeOptions,
     stats: Arc<SharedStats>,
 }
@@ -354,7 +337,7 @@ impl KeyVisitor for BuildMerge {
 impl BuildMerge {
     fn with_engine<E: KeyEncoder, M: MergeEngine<E> + 'static>(self, encoder: E, engine: M) -> BoxedBatches {
         let sinks = self.folder.sinks(&self.layout);
-        let builder = OutputBuilder::new(&self.merged_schema, sinks, self.projection);
+        let builder = OutputBuilder::new(self.output, sinks);
         let mut runs = Runs::new(self.inputs, encoder, self.layout.clone());
         if self.folder.may_add_nulls() {
             runs.store.add_null_row(&self.layout.schema);

@@ -6,7 +6,7 @@ use arrow_array::RecordBatch;
 use arrow_row::Rows;
 use arrow_schema::SchemaRef;
 
-use crate::builder::OutputBuilder;
+use crate::builder::{OutputBuilder, OutputColumns};
 use crate::error::Result;
 use crate::fold::Folder;
 use crate::run::Layout;
@@ -100,8 +100,7 @@ impl SortedBatches {
         if folder.may_add_nulls() {
             buffered.store.add_null_row(&layout.schema);
         }
-        let all_columns = (0..output_schema.fields().len()).collect();
-        let builder = OutputBuilder::new(&output_schema, folder.sinks(layout), all_columns);
+        let builder = OutputBuilder::new(OutputColumns::all(output_schema), folder.sinks(layout));
         Self { buffered, order, next: 0, folder, builder, group: Vec::new(), batch_size }
     }
 
