@@ -343,3 +343,20 @@ def test_full_compaction_after_a_delete_in_an_aggregate_table(tmp_path):
     table.compact(full=True)
     assert table.read().read_all().sort_by("id").equals(before)
     assert before.to_pydict() == {"id": [1, 2], "n": [11, 2]}
+
+
+def test_parallel_reads_keep_bucket_order_and_stop_when_dropped(tmp_path):
+    table = mc.Table.create(tmp_path / "t", SCHEMA, key="k", partition_by="p", buckets=4)
+    for i in range(3):
+        keys = list(range(i * 500, 3000, 2 + i))
+        parts = [PARTITIONS[k % 2] for k in keys]
+        table.write(pa.table({"k": keys, "p": parts, "ts": [i] * len(keys), "v": keys}, schema=SCHEMA))
+    # Small batches: buckets merged ahead of their turn keep many batches ready.
+    reads = {threads: table.read(batch_size=64, threads=threads).read_all() for threads in (1, 2, 3, 8)}
+    assert reads[1].num_rows == len({*range(0, 3000, 2), *range(500, 3000, 3), *range(1000, 3000, 4)})
+    for threads, read in reads.items():
+        assert read.equals(reads[1]), f"threads={threads} changed the output or its order"
+    stream = table.read(batch_size=16, threads=8)
+    assert next(iter(stream)).num_rows == 16
+    del stream  # the workers still merging must stop; the table stays readable
+    assert table.read(threads=8).read_all().sort_by("k").equals(reads[1].sort_by("k"))
