@@ -129,7 +129,7 @@ def cmd_gen(args: argparse.Namespace) -> int:
 
     start = time.perf_counter()
     paths = contest.generate(args.output, args.rows, args.increments, args.seed)
-    rows = sum(pq.ParquetFile(p).metadata.num_rows for p in paths)
+    rows = contest.total_rows(paths)
     print(f"wrote {len(paths)} files, {rows:,} rows, to {args.output} in {time.perf_counter() - start:.1f}s")
     return 0
 
@@ -153,7 +153,7 @@ def _upsert_options(args: argparse.Namespace) -> dict:
 
 
 def cmd_upsert(args: argparse.Namespace) -> int:
-    for path in args.inputs:
+    for path in args.inputs:  # before OUT is replaced or Spark starts
         _open_parquet(path)
     if os.path.isdir(args.output) and os.listdir(args.output):
         if not args.overwrite:

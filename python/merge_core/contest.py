@@ -70,6 +70,11 @@ def version(rng: np.random.Generator, keys: pa.Array, null_share: float = 0.1) -
     )
 
 
+def total_rows(paths: list[str]) -> int:
+    """Rows in the Parquet files ``paths``, read from their footers."""
+    return sum(pq.ParquetFile(p).metadata.num_rows for p in paths)
+
+
 def generate(out_dir: str, rows: int, increments: int = 10, seed: int = 0, update_share: float = 0.7) -> list[str]:
     """Writes ``0.parquet`` (``rows`` rows) and ``increments`` files of ``rows // 5`` rows,
     each updating existing keys (``update_share``) and adding new ones. Returns the paths."""

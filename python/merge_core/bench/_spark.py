@@ -6,11 +6,10 @@ from __future__ import annotations
 import os
 import time
 
-import pyarrow.parquet as pq
-
 from merge_core import contest
 
 from ._measure import Run, Section, progress
+from ._upsert import contest_versions
 
 #: Spark settings of the benchmark session, reported with its figures.
 SETTINGS = {"spark.sql.shuffle.partitions": "2", "spark.driver.memory": "4g"}
@@ -32,7 +31,7 @@ def compare_pipelines(spark, paths: list[str], folder: str, repeat: int) -> list
     `repeat`; each output (written under `folder`) compared with the first's."""
     import merge_core.spark as mcs
 
-    total = sum(pq.ParquetFile(p).metadata.num_rows for p in paths)
+    total = contest.total_rows(paths)
     versions = [spark.read.parquet(p) for p in paths]
     pipelines = {
         "merge-core upsert_files (no shuffle)": lambda out: mcs.upsert_files(spark, paths, out, "uuid", **mcs.CONTEST),
@@ -56,7 +55,7 @@ def compare_pipelines(spark, paths: list[str], folder: str, repeat: int) -> list
 
 
 def run(folder: str, base_rows: int, repeat: int, spark) -> Section:
-    paths = contest.generate(os.path.join(folder, "plain"), base_rows, 10, seed=7)
+    paths = contest_versions(os.path.join(folder, "plain"), base_rows)
     runs = compare_pipelines(spark, paths, folder, repeat)
     total = runs[0].rows
     conf = spark.sparkContext.getConf()

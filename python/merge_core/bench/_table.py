@@ -17,7 +17,7 @@ import merge_core as mc
 from merge_core import contest
 
 from ._measure import Run, Section, failure, measure, missing, progress, same_rows, timed
-from ._upsert import BATCH, write_table
+from ._upsert import BATCH, contest_versions, write_table
 
 BUCKETS = 8
 
@@ -58,8 +58,8 @@ def paimon_read(table) -> pa.Table:
 
 
 def compare(folder: str, base_rows: int, repeat: int) -> tuple[list[Run], int]:
-    paths = contest.generate(os.path.join(folder, "plain"), base_rows, 10, seed=7)
-    total = sum(pq.ParquetFile(p).metadata.num_rows for p in paths)
+    paths = contest_versions(os.path.join(folder, "plain"), base_rows)
+    total = contest.total_rows(paths)
     mine, write_seconds = timed("merge-core write", lambda: write_table(os.path.join(folder, "mc"), paths, BUCKETS))
     seconds, peak, reference = measure(lambda: mine.read(batch_size=BATCH).read_all(), repeat)
     runs = [Run("merge-core mc.Table", seconds, total, peak, True, extra={"write (s)": f"{write_seconds:.2f}"})]

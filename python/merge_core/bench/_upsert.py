@@ -19,6 +19,12 @@ VALUE_COLUMNS = ["ip", "hostname", "name", "city", "job", "phonenum"]
 BATCH = 65536
 
 
+def contest_versions(folder: str, base_rows: int) -> list[str]:
+    """The contest data every suite that upserts it uses: a base of `base_rows` rows and
+    10 increments (`<version>.parquet` in `folder`)."""
+    return contest.generate(folder, base_rows, 10, seed=7)
+
+
 def write_sorted_runs(folder: str, paths: list[str]) -> list[str]:
     """Each version sorted by key, as a table's sorted runs are (`<version>.parquet`)."""
     os.makedirs(folder, exist_ok=True)
@@ -114,9 +120,9 @@ def spark_sql(spark, runs: list[str]) -> pa.Table:
 
 
 def run(folder: str, base_rows: int, repeat: int, spark) -> Section:
-    paths = contest.generate(os.path.join(folder, "plain"), base_rows, 10, seed=7)
+    paths = contest_versions(os.path.join(folder, "plain"), base_rows)
     runs = write_sorted_runs(os.path.join(folder, "sorted"), paths)
-    total = sum(pq.ParquetFile(p).metadata.num_rows for p in runs)
+    total = contest.total_rows(runs)
     table, write_seconds = timed("merge-core Table write", lambda: write_table(os.path.join(folder, "table"), paths))
     peers = [
         Peer("merge-core merge (11 sorted runs)", lambda: merge_core(runs)),
