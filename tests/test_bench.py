@@ -53,6 +53,11 @@ def test_bench_command_writes_a_checked_report(tmp_path):
     sort_rows = {r[0]: r for r in table_rows(report, SECTIONS["sort"])}
     assert sort_rows["int64: merge-core"][3] == "1.00x"
     assert "| with the dynamic filter | 365 of 1095 |" in report  # the DPP example reads one year of three
+    upsert = {r[0]: r for r in table_rows(report, SECTIONS["upsert"])}
+    floor = upsert["Table.read's Parquet decoding alone (floor, no merge)"]
+    assert re.fullmatch(r"[\d.]+", floor[1]) and floor[5] == "n/a", floor
+    assert upsert["merge-core Table.read (8 buckets, 11 commits)"][3] == "1.00x"
+    assert all(re.fullmatch(r"[\d.]+", r[6]) for r in upsert.values() if r[1][0].isdigit() and "Spark" not in r[0])
     assert os.listdir(scratch) == [], "the bench left temporary files"
 
 
@@ -103,3 +108,20 @@ def test_ratios_refer_to_merge_core_of_the_same_group():
     assert rows["a: other"][3] == "1.50x"
     assert rows["b: other"][3] == "0.50x"
     assert rows["a: merge-core"][2] == "5.00"  # million rows per second
+
+
+def test_cpu_seconds_are_shown_where_measured():
+    def work() -> int:
+        return sum(range(3_000_000))
+
+    seconds, _, cpu, result = _measure.measure(work, repeat=2)
+    assert result == sum(range(3_000_000))
+    assert 0 < cpu <= seconds * (os.cpu_count() or 1) + 0.05
+
+    measured = Section("m", "M", [], [Run("merge-core", 1.0, 10, cpu_seconds=1.5), Run("jvm", 2.0, 10)])
+    text = "\n".join(_report.section_text(measured, None))
+    assert "| CPU seconds |" in text
+    rows = {cells[0]: cells for cells in table_rows(text, "M")}
+    assert rows["merge-core"][6] == "1.50" and rows["jvm"][6] == "n/a"
+    unmeasured = Section("u", "U", [], [Run("merge-core", 1.0, 10)])
+    assert "CPU seconds" not in "\n".join(_report.section_text(unmeasured, None))

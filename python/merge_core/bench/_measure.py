@@ -25,6 +25,7 @@ class Run:
     rows: int | None = None
     peak_bytes: int | None = None
     same: bool | None = None
+    cpu_seconds: float | None = None
     note: str = ""
     extra: dict[str, str] = field(default_factory=dict)
 
@@ -43,11 +44,14 @@ class Section:
 
 @dataclass
 class Peer:
-    """A tool to time: `module` is what must be importable for it to run."""
+    """A tool to time: `module` is what must be importable for it to run. `in_process`
+    is false for a tool that works in another process (Spark's JVM), whose CPU time this
+    process cannot see."""
 
     tool: str
     run: Callable[[], Any]
     module: str | None = None
+    in_process: bool = True
 
 
 def missing(module: str | None) -> str | None:
@@ -61,6 +65,12 @@ def peak_rss() -> int:
     """This process's resident high-water mark (VmHWM; `ru_maxrss` would include a parent's)."""
     with open("/proc/self/status") as f:
         return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmHWM:"))
+
+
+def cpu_seconds() -> float:
+    """CPU time this process has used so far: every thread's, user and system."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def rss() -> int:
@@ -122,32 +132,36 @@ def time_peers(peers: list[Peer], repeat: int, rows: int, same: Callable[[Any, A
             progress(f"  {peer.tool}: {why}")
             continue
         try:
-            seconds, peak, result = measure(peer.run, repeat)
+            seconds, peak, cpu, result = measure(peer.run, repeat)
         except Exception as error:  # a peer's failure is a finding of the benchmark
             runs.append(Run(peer.tool, note=failure(error)))
             progress(f"  {peer.tool}: {runs[-1].note}")
             continue
         if reference is None:
             reference = result
-        runs.append(Run(peer.tool, seconds, rows, peak, same(reference, result)))
+        cpu = cpu if peer.in_process else None
+        runs.append(Run(peer.tool, seconds, rows, peak, same(reference, result), cpu))
         progress(f"  {peer.tool}: {seconds:.2f} s, peak +{peak // MiB} MiB, same result: {runs[-1].same}")
         del result
     return runs
 
 
-def measure(run: Callable[[], Any], repeat: int) -> tuple[float, int, Any]:
-    """Best time of `repeat` runs, the highest memory above the start, the last result."""
-    best, peak, result = float("inf"), 0, None
+def measure(run: Callable[[], Any], repeat: int) -> tuple[float, int, float, Any]:
+    """Best time of `repeat` runs, the highest memory above the start, the CPU seconds of
+    the best run (all of this process's threads), and the last result."""
+    best, peak, best_cpu, result = float("inf"), 0, 0.0, None
     for _ in range(repeat):
         result = None  # the previous result must not count against this run's memory
         release_free_memory()
         reset_peak_rss()
         base = rss()
-        start = time.perf_counter()
+        cpu, start = cpu_seconds(), time.perf_counter()
         result = run()
-        best = min(best, time.perf_counter() - start)
+        seconds, cpu = time.perf_counter() - start, cpu_seconds() - cpu
+        if seconds < best:
+            best, best_cpu = seconds, cpu
         peak = max(peak, peak_rss() - base)
-    return best, peak, result
+    return best, peak, best_cpu, result
 
 
 def same_rows(reference: pa.Table, other: Any, order_by: str | None = None) -> bool:

@@ -48,7 +48,8 @@ def baseline(section: Section, run: Run) -> Run | None:
 
 def row(section: Section, run: Run) -> str:
     if run.seconds is None:
-        cells = [run.tool, run.note or "no figures"] + [""] * (4 + len(section.extra_columns))
+        blank = 4 + shows_cpu(section) + len(section.extra_columns)
+        cells = [run.tool, run.note or "no figures"] + [""] * blank
         return "| " + " | ".join(cells) + " |"
     mine = baseline(section, run)
     cells = [
@@ -59,15 +60,22 @@ def row(section: Section, run: Run) -> str:
         str(run.peak_bytes // MiB) if run.peak_bytes is not None else "n/a",
         {True: "yes", False: "**NO**", None: "n/a"}[run.same] + (f" ({run.note})" if run.note else ""),
     ]
+    if shows_cpu(section):
+        cells.append(f"{run.cpu_seconds:.2f}" if run.cpu_seconds is not None else "n/a")
     cells += [run.extra.get(c, "") for c in section.extra_columns]
     return "| " + " | ".join(cells) + " |"
 
 
+def shows_cpu(section: Section) -> bool:
+    """A section gets a CPU column when some of its runs were measured in this process."""
+    return any(run.cpu_seconds is not None for run in section.runs)
+
+
 def section_text(section: Section, chart: str | None) -> list[str]:
     columns = ["tool", "seconds", "M rows/s", "time vs merge-core", "peak memory (MiB)", "same result"]
-    columns += section.extra_columns
+    columns += ["CPU seconds"] * shows_cpu(section) + section.extra_columns
     lines = [f"## {section.title}", "", *(f"- {line}" for line in section.about), ""]
-    aligns = ["---"] + ["---:"] * 4 + ["---"] + ["---:"] * len(section.extra_columns)
+    aligns = ["---"] + ["---:"] * 4 + ["---"] + ["---:"] * (len(columns) - 6)
     lines += ["| " + " | ".join(columns) + " |", "|" + "|".join(aligns) + "|"]
     lines += [row(section, run) for run in section.runs]
     if chart:
@@ -116,7 +124,9 @@ def write(sections: list[Section], folder: str, scale: str, command: str) -> str
         "- Versions: " + ", ".join(f"{k} {v or 'not installed'}" for k, v in found.items()) + ".",
         "- Times are the best of the repeats; `time vs merge-core` is a tool's time over merge-core's (above 1:"
         " merge-core is faster); rows/s count input rows; `same result` is each result checked against"
-        " merge-core's. Tools that are not installed or fail are listed as such, never estimated.",
+        " merge-core's; `CPU seconds` (where shown) is the time all of the process's threads spent on a core in"
+        " that run, so on few cores it tells how much work a tool does better than its wall time. Tools that"
+        " are not installed or fail are listed as such, never estimated.",
     ]
     if missing("matplotlib"):
         lines.append("- Charts skipped: matplotlib is not installed.")

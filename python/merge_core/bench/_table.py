@@ -61,20 +61,21 @@ def compare(folder: str, base_rows: int, repeat: int) -> tuple[list[Run], int]:
     paths = contest_versions(os.path.join(folder, "plain"), base_rows)
     total = contest.total_rows(paths)
     mine, write_seconds = timed("merge-core write", lambda: write_table(os.path.join(folder, "mc"), paths, BUCKETS))
-    seconds, peak, reference = measure(lambda: mine.read(batch_size=BATCH).read_all(), repeat)
-    runs = [Run("merge-core mc.Table", seconds, total, peak, True, extra={"write (s)": f"{write_seconds:.2f}"})]
+    seconds, peak, cpu, reference = measure(lambda: mine.read(batch_size=BATCH).read_all(), repeat)
+    write = {"write (s)": f"{write_seconds:.2f}"}
+    runs = [Run("merge-core mc.Table", seconds, total, peak, True, cpu, extra=write)]
     progress(f"  merge-core read: {seconds:.2f} s")
     why = missing("pypaimon")
     if why:
         return [*runs, Run("pypaimon", note=why)], total
     try:
         theirs, write_seconds = timed("pypaimon write", lambda: paimon_table(os.path.join(folder, "paimon"), paths))
-        seconds, peak, result = measure(lambda: paimon_read(theirs), repeat)
+        seconds, peak, cpu, result = measure(lambda: paimon_read(theirs), repeat)
     except Exception as error:  # pypaimon's failure is a finding, reported as such
         return [*runs, Run("pypaimon", note=failure(error))], total
     progress(f"  pypaimon read: {seconds:.2f} s")
     same = same_rows(reference, result, order_by="uuid")
-    runs.append(Run("pypaimon", seconds, total, peak, same, extra={"write (s)": f"{write_seconds:.2f}"}))
+    runs.append(Run("pypaimon", seconds, total, peak, same, cpu, extra={"write (s)": f"{write_seconds:.2f}"}))
     return runs, total
 
 

@@ -8,12 +8,13 @@ import os
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 import merge_core as mc
 from merge_core import contest
 
-from ._measure import Peer, Section, same_rows, time_peers, timed
+from ._measure import Peer, Run, Section, measure, progress, same_rows, time_peers, timed
 
 VALUE_COLUMNS = ["ip", "hostname", "name", "city", "job", "phonenum"]
 BATCH = 65536
@@ -51,6 +52,23 @@ def write_table(root: str, paths: list[str], buckets: int = 8) -> mc.Table:
         data = pq.read_table(path)
         table.write(contest.null_strings_as_null(data, ["name"]) if i else data)
     return table
+
+
+def decode_only(table: mc.Table) -> int:
+    """Decodes every data file a read of `table` merges, on all cores, and merges nothing:
+    the part of `Table.read` that is Parquet decoding. Returns the rows decoded."""
+    files = [str(table.path / f.path) for f in table.snapshot().files]
+    scanner = ds.dataset(files, format="parquet").scanner(batch_size=BATCH, use_threads=True)
+    return sum(batch.num_rows for batch in scanner.to_batches())
+
+
+def decode_floor(table: mc.Table, repeat: int, rows: int) -> Run:
+    tool = "Table.read's Parquet decoding alone (floor, no merge)"
+    seconds, peak, cpu, decoded = measure(lambda: decode_only(table), repeat)
+    if decoded != rows:
+        return Run(tool, note=f"failed: decoded {decoded:,} rows of {rows:,}")
+    progress(f"  {tool}: {seconds:.2f} s")
+    return Run(tool, seconds, rows, peak, None, cpu)
 
 
 def duckdb(runs: list[str]) -> pa.Table:
@@ -125,15 +143,15 @@ def run(folder: str, base_rows: int, repeat: int, spark) -> Section:
     total = contest.total_rows(runs)
     table, write_seconds = timed("merge-core Table write", lambda: write_table(os.path.join(folder, "table"), paths))
     peers = [
-        Peer("merge-core merge (11 sorted runs)", lambda: merge_core(runs)),
         Peer("merge-core Table.read (8 buckets, 11 commits)", lambda: table.read(batch_size=BATCH).read_all()),
+        Peer("merge-core merge (11 sorted runs, one thread)", lambda: merge_core(runs)),
         Peer("DuckDB", lambda: duckdb(runs), "duckdb"),
         Peer("Polars (lazy)", lambda: polars(runs), "polars"),
         Peer("DataFusion SQL", lambda: datafusion(runs), "datafusion"),
         Peer("pyarrow group_by", lambda: pyarrow_group_by(runs)),
     ]
     if spark is not None:
-        peers.append(Peer("Spark SQL (union + groupBy)", lambda: spark_sql(spark, runs), "pyspark"))
+        peers.append(Peer("Spark SQL (union + groupBy)", lambda: spark_sql(spark, runs), "pyspark", in_process=False))
     section = Section(
         "upsert",
         "Contest upsert read: 11 versions merged by key",
@@ -144,10 +162,13 @@ def run(folder: str, base_rows: int, repeat: int, spark) -> Section:
             " after the base is a null. Every result is checked against merge-core's, row by row.",
             f"`Table.read`: the same versions written as 11 commits into an 8-bucket `mc.Table` (the write took"
             f" {write_seconds:.2f} s, {total / write_seconds / 1e6:.2f} M rows/s), read merged on all cores.",
-            "DuckDB and DataFusion use all cores; Spark SQL runs on the local session (its memory is the JVM's,"
-            " not counted); peak memory is the Python process's above its level when the run started (memory freed"
-            " before is handed back to the OS first), the returned table included.",
+            "DuckDB and DataFusion use all cores; Spark SQL runs on the local session (its memory and CPU are the"
+            " JVM's, not counted); peak memory is the Python process's above its level when the run started (memory"
+            " freed before is handed back to the OS first), the returned table included.",
+            "The floor row decodes the table's data files (all their columns, all cores) and merges nothing: what"
+            " `Table.read` would cost if merging were free.",
         ],
         time_peers(peers, repeat, total, lambda a, b: same_rows(a, b, order_by="uuid")),
     )
+    section.runs.insert(1, decode_floor(table, repeat, total))
     return section
