@@ -69,6 +69,7 @@ def test_missing_or_failing_peers_are_reported_not_faked():
 
     runs = _measure.time_peers(
         [
+            Peer("floor", lambda: 7, compared=False),  # not the result: neither checked nor the reference
             Peer("merge-core", lambda: good),
             Peer("absent", lambda: good, module="no_such_module_for_merge_core_tests"),
             Peer("broken", broken),
@@ -80,6 +81,7 @@ def test_missing_or_failing_peers_are_reported_not_faked():
     )
     by_tool = {run.tool: run for run in runs}
     assert by_tool["merge-core"].same is True and by_tool["merge-core"].seconds is not None
+    assert by_tool["floor"].same is None and by_tool["floor"].seconds is not None
     assert by_tool["absent"].seconds is None and "not installed" in by_tool["absent"].note
     assert by_tool["broken"].seconds is None and by_tool["broken"].note == "failed: RuntimeError: out of cheese"
     assert by_tool["wrong"].same is False

@@ -46,12 +46,14 @@ class Section:
 class Peer:
     """A tool to time: `module` is what must be importable for it to run. `in_process`
     is false for a tool that works in another process (Spark's JVM), whose CPU time this
-    process cannot see."""
+    process cannot see. `compared` is false for a floor (part of the work, not the
+    result), whose result is not checked against the others'."""
 
     tool: str
     run: Callable[[], Any]
     module: str | None = None
     in_process: bool = True
+    compared: bool = True
 
 
 def missing(module: str | None) -> str | None:
@@ -123,7 +125,8 @@ def timed(label: str, work: Callable[[], Any]) -> tuple[Any, float]:
 
 def time_peers(peers: list[Peer], repeat: int, rows: int, same: Callable[[Any, Any], bool]) -> list[Run]:
     """Times each peer (best of `repeat`) with its peak memory above where it started, and
-    checks its result against the first peer's. A peer that fails is reported, not faked."""
+    checks its result against the first compared peer's. A peer that fails is reported,
+    not faked."""
     runs, reference = [], None
     for peer in peers:
         why = missing(peer.module)
@@ -137,10 +140,10 @@ def time_peers(peers: list[Peer], repeat: int, rows: int, same: Callable[[Any, A
             runs.append(Run(peer.tool, note=failure(error)))
             progress(f"  {peer.tool}: {runs[-1].note}")
             continue
-        if reference is None:
+        if reference is None and peer.compared:
             reference = result
-        cpu = cpu if peer.in_process else None
-        runs.append(Run(peer.tool, seconds, rows, peak, same(reference, result), cpu))
+        checked = same(reference, result) if peer.compared else None
+        runs.append(Run(peer.tool, seconds, rows, peak, checked, cpu if peer.in_process else None))
         progress(f"  {peer.tool}: {seconds:.2f} s, peak +{peak // MiB} MiB, same result: {runs[-1].same}")
         del result
     return runs

@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import merge_core as mc
 from merge_core import contest
 
-from ._measure import Peer, Run, Section, measure, progress, same_rows, time_peers, timed
+from ._measure import Peer, Section, same_rows, time_peers, timed
 
 VALUE_COLUMNS = ["ip", "hostname", "name", "city", "job", "phonenum"]
 BATCH = 65536
@@ -54,21 +54,14 @@ def write_table(root: str, paths: list[str], buckets: int = 8) -> mc.Table:
     return table
 
 
-def decode_only(table: mc.Table) -> int:
+def decode_only(table: mc.Table, rows: int) -> None:
     """Decodes every data file a read of `table` merges, on all cores, and merges nothing:
-    the part of `Table.read` that is Parquet decoding. Returns the rows decoded."""
+    the part of `Table.read` that is Parquet decoding. Fails unless it decoded `rows`."""
     files = [str(table.path / f.path) for f in table.snapshot().files]
     scanner = ds.dataset(files, format="parquet").scanner(batch_size=BATCH, use_threads=True)
-    return sum(batch.num_rows for batch in scanner.to_batches())
-
-
-def decode_floor(table: mc.Table, repeat: int, rows: int) -> Run:
-    tool = "Table.read's Parquet decoding alone (floor, no merge)"
-    seconds, peak, cpu, decoded = measure(lambda: decode_only(table), repeat)
+    decoded = sum(batch.num_rows for batch in scanner.to_batches())
     if decoded != rows:
-        return Run(tool, note=f"failed: decoded {decoded:,} rows of {rows:,}")
-    progress(f"  {tool}: {seconds:.2f} s")
-    return Run(tool, seconds, rows, peak, None, cpu)
+        raise RuntimeError(f"decoded {decoded:,} rows of {rows:,}")
 
 
 def duckdb(runs: list[str]) -> pa.Table:
@@ -144,6 +137,9 @@ def run(folder: str, base_rows: int, repeat: int, spark) -> Section:
     table, write_seconds = timed("merge-core Table write", lambda: write_table(os.path.join(folder, "table"), paths))
     peers = [
         Peer("merge-core Table.read (8 buckets, 11 commits)", lambda: table.read(batch_size=BATCH).read_all()),
+        Peer(
+            "Table.read's Parquet decoding alone (floor, no merge)", lambda: decode_only(table, total), compared=False
+        ),
         Peer("merge-core merge (11 sorted runs, one thread)", lambda: merge_core(runs)),
         Peer("DuckDB", lambda: duckdb(runs), "duckdb"),
         Peer("Polars (lazy)", lambda: polars(runs), "polars"),
@@ -152,7 +148,7 @@ def run(folder: str, base_rows: int, repeat: int, spark) -> Section:
     ]
     if spark is not None:
         peers.append(Peer("Spark SQL (union + groupBy)", lambda: spark_sql(spark, runs), "pyspark", in_process=False))
-    section = Section(
+    return Section(
         "upsert",
         "Contest upsert read: 11 versions merged by key",
         [
@@ -170,5 +166,3 @@ def run(folder: str, base_rows: int, repeat: int, spark) -> Section:
         ],
         time_peers(peers, repeat, total, lambda a, b: same_rows(a, b, order_by="uuid")),
     )
-    section.runs.insert(1, decode_floor(table, repeat, total))
-    return section
