@@ -109,6 +109,8 @@ struct RunCursor<V> {
     lookahead: Option<Loaded<V>>,
     /// Run position of the next batch's first row.
     next_row: u64,
+    /// Non-empty batches read so far.
+    batches: u64,
 }
 
 /// Counters every engine updates, reported as `stream.stats`.
@@ -161,7 +163,7 @@ impl<E: KeyEncoder> Runs<E> {
     pub(crate) fn new(inputs: Vec<BatchIter>, encoder: E, layout: Arc<Layout>) -> Self {
         let cursors: Vec<_> = inputs
             .into_iter()
-            .map(|input| RunCursor { input, current: None, lookahead: None, next_row: 0 })
+            .map(|input| RunCursor { input, current: None, lookahead: None, next_row: 0, batches: 0 })
             .collect();
         let heads = vec![Head::DONE; cursors.len()];
         Self { cursors, heads, encoder, layout, store: BatchStore::default(), counters: Counters::default() }
@@ -335,7 +337,9 @@ impl<E: KeyEncoder> Runs<E> {
         };
         let first_row = self.cursors[i].next_row;
         let at = |row: usize| RowLocation { run: i, row: first_row + row as u64 };
-        self.check_schema(i, &batch)?;
+        let number = self.cursors[i].batches;
+        self.cursors[i].batches += 1;
+        self.check_schema(i, number, &batch)?;
         let layout = &self.layout;
         let key_columns: Vec<ArrayRef> = layout.key.iter().map(|&k| batch.column(k).clone()).collect();
         for (&k, column) in layout.key.iter().zip(&key_columns) {
@@ -357,18 +361,27 @@ impl<E: KeyEncoder> Runs<E> {
         Ok(Some(Loaded { id, keys, pos: 0, same_as_prev }))
     }
 
-    fn check_schema(&self, run: usize, batch: &RecordBatch) -> Result<()> {
+    /// Every batch must have the run's column types (the engines read buffers by type),
+    /// and no nulls where the schema says there are none.
+    fn check_schema(&self, run: usize, number: u64, batch: &RecordBatch) -> Result<()> {
         let expected = self.layout.schema.fields();
         let got = batch.schema();
         let same = got.fields().len() == expected.len()
             && expected.iter().zip(got.fields()).all(|(e, g)| e.data_type() == g.data_type());
-        if same {
-            Ok(())
-        } else {
-            Err(invalid!(
-                "run {run}: a batch's schema ({got}) differs from the runs' schema ({})",
+        if !same {
+            return Err(invalid!(
+                "run {run}, batch {number}: the batch's schema ({got}) differs from the runs' schema ({})",
                 self.layout.schema
-            ))
+            ));
+        }
+        let null_in_required =
+            expected.iter().zip(batch.columns()).find(|(f, c)| !f.is_nullable() && c.null_count() > 0);
+        match null_in_required {
+            Some((field, _)) => Err(invalid!(
+                "run {run}, batch {number}: null in column '{}', which the runs' schema declares not nullable",
+                field.name()
+            )),
+            None => Ok(()),
         }
     }
 }

@@ -95,12 +95,12 @@ def test_not_a_run():
         mc.merge(t([1]), key="k")
 
 
-def test_an_error_inside_a_python_source_surfaces_as_merge_core_error():
+def test_an_error_inside_a_python_source_surfaces_as_itself():
     def batches():
         yield t([1, 2]).to_batches()[0]
         raise RuntimeError("source broke")
 
-    with pytest.raises(mc.MergeCoreError, match="source broke"):
+    with pytest.raises(RuntimeError, match="source broke"):
         mc.merge([batches(), t([3])], key="k", batch_size=1).read_all()
 
 
@@ -118,3 +118,53 @@ def test_every_native_export_is_public():
     public = {name for name in dir(_native) if not name.startswith("_")}
     wrapped = {"merge", "merge_groups", "bucket_ids"}  # by mc.merge and mc.Table
     assert public - wrapped <= set(mc.__all__)
+
+
+def _changing_type_run(second):
+    yield pa.record_batch({"k": pa.array([1, 2], pa.int64())})
+    yield pa.record_batch({"k": second})
+
+
+@pytest.mark.parametrize("second", [pa.array([3.0, 4.0]), pa.array([3, 4], pa.int32()), pa.array(["3", "4"])])
+def test_an_iterable_run_whose_batches_change_type_is_refused(second):
+    """Every batch of an iterable crosses with its own schema and is checked (it was
+    reinterpreted as the first batch's type: garbage, or a read past the buffer)."""
+    with pytest.raises(mc.InvalidInputError, match="run 0, batch 1"):
+        mc.merge([_changing_type_run(second)], key="k").read_all()
+    with pytest.raises(mc.InvalidInputError, match="batch 1"):
+        mc.sort(_changing_type_run(second), key="k").read_all()
+    buffer = mc.SortBuffer(pa.schema([("k", pa.int64())]), key="k")
+    with pytest.raises(mc.InvalidInputError, match="differs"):
+        buffer.write(_changing_type_run(second))
+    buffer.close()
+
+
+def test_an_iterable_yielding_something_else_is_refused():
+    def run():
+        yield pa.record_batch({"k": pa.array([1], pa.int64())})
+        yield {"k": [2]}
+
+    with pytest.raises(mc.InvalidInputError, match="batch 1 of an iterable run is a dict"):
+        mc.merge([run()], key="k").read_all()
+
+
+class _Mine(Exception):
+    pass
+
+
+def test_an_exception_of_the_callers_iterable_comes_back_as_itself():
+    def run():
+        yield pa.record_batch({"k": pa.array([1], pa.int64())})
+        raise _Mine("source went away")
+
+    with pytest.raises(_Mine, match="source went away"):
+        mc.merge([run()], key="k").read_all()
+    with pytest.raises(_Mine, match="source went away"):
+        mc.sort(run(), key="k").read_all()
+    with pytest.raises(KeyboardInterrupt):
+
+        def interrupted():
+            yield pa.record_batch({"k": pa.array([1], pa.int64())})
+            raise KeyboardInterrupt
+
+        list(mc.merge([interrupted()], key="k"))

@@ -7,7 +7,7 @@ the Arrow C stream interface without copying.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import pyarrow as pa
@@ -15,9 +15,44 @@ import pyarrow as pa
 from .errors import InvalidInputError
 
 
+class IterableRun:
+    """A run given as a Python iterable of RecordBatches, schema taken from its first batch.
+
+    Rust pulls its batches one by one (``_native`` reads ``schema`` and ``batches``), so
+    each batch crosses with its own schema and is checked against the run's; a
+    ``__arrow_c_stream__`` reader would reinterpret a batch of another type silently.
+    An exception the iterable raises reaches the caller as itself.
+    """
+
+    def __init__(self, schema: pa.Schema, batches: Iterator[Any]) -> None:
+        self.schema = schema
+        self.batches = batches
+
+    def __iter__(self) -> Iterator[pa.RecordBatch]:
+        """The batches, each checked against the schema (for consumers in Python)."""
+        for number, batch in enumerate(self.batches):
+            check_batch(batch, self.schema, number)
+            yield batch
+
+
+def check_batch(batch: Any, schema: pa.Schema, number: int) -> None:
+    """Fails unless ``batch`` is a RecordBatch of ``schema``'s column names and types."""
+    if not isinstance(batch, pa.RecordBatch):
+        raise InvalidInputError(f"batch {number} of an iterable run is a {type(batch).__name__}, not a RecordBatch")
+    if batch.schema.names != schema.names or batch.schema.types != schema.types:
+        raise InvalidInputError(
+            f"batch {number} of an iterable run has schema ({_describe(batch.schema)}) but the run's first "
+            f"batch has ({_describe(schema)}); every batch of a run must have the same columns and types"
+        )
+
+
+def _describe(schema: pa.Schema) -> str:
+    return ", ".join(f"{f.name}: {f.type}" for f in schema)
+
+
 def as_stream_source(obj: Any) -> Any:
-    """An object with ``__arrow_c_stream__`` (or ``None`` for an empty iterable, whose
-    schema is not known yet)."""
+    """An object with ``__arrow_c_stream__``, an :class:`IterableRun`, or ``None`` for an
+    empty iterable (whose schema is not known yet)."""
     if isinstance(obj, pa.RecordBatch):
         return pa.Table.from_batches([obj])
     if hasattr(obj, "__arrow_c_stream__"):
@@ -35,7 +70,15 @@ def as_stream_source(obj: Any) -> Any:
         return None
     if not isinstance(first, pa.RecordBatch):
         raise InvalidInputError(f"an iterable run must yield pyarrow RecordBatches, got {type(first).__name__}")
-    return pa.RecordBatchReader.from_batches(first.schema, itertools.chain([first], batches))
+    return IterableRun(first.schema, itertools.chain([first], batches))
+
+
+def batches_of(source: Any) -> tuple[pa.Schema, Iterable[pa.RecordBatch]]:
+    """The schema and batches of a source made by :func:`as_stream_source` (not ``None``)."""
+    if isinstance(source, IterableRun):
+        return source.schema, source
+    reader = pa.RecordBatchReader.from_stream(source)
+    return reader.schema, reader
 
 
 def as_stream_sources(runs: Any) -> list[Any]:

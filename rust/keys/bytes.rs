@@ -10,7 +10,7 @@ use arrow_buffer::{Buffer, ScalarBuffer};
 use arrow_schema::DataType;
 
 use super::{byte_prefix, KeyEncoder, KeyValues};
-use crate::error::Result;
+use crate::error::{invalid, Result};
 
 /// Offsets and values of a utf8/binary (or large) column: a value is a plain slice.
 /// Each value's first eight bytes are also kept as a big-endian integer, so that most
@@ -26,8 +26,9 @@ impl<O: OffsetSizeTrait> ByteKeys<O> {
     fn value(&self, i: usize) -> &[u8] {
         let start = self.offsets[i].as_usize();
         let end = self.offsets[i + 1].as_usize();
-        // SAFETY: the offsets come from a valid arrow array, so they are monotonic and
-        // in bounds of `values`; `i < len` is the caller's contract as for any index.
+        // SAFETY: `ByteEncoder::encode` checked every value's range `offsets[i]..offsets[i + 1]`
+        // against `values` (an array from a C stream is not validated on import); an
+        // `i >= len` panics at the offsets' bounds check above.
         debug_assert!(start <= end && end <= self.values.len());
         unsafe { self.values.as_slice().get_unchecked(start..end) }
     }
@@ -67,13 +68,20 @@ impl<O: OffsetSizeTrait> KeyEncoder for ByteEncoder<O> {
 
     fn encode(&self, columns: &[ArrayRef]) -> Result<Self::Values> {
         let data = columns[0].to_data();
-        let mut keys = ByteKeys {
-            offsets: ScalarBuffer::new(data.buffers()[0].clone(), data.offset(), data.len() + 1),
-            values: data.buffers()[1].clone(),
-            prefixes: Vec::new(),
-        };
-        keys.prefixes = (0..keys.len()).map(|i| byte_prefix(keys.value(i))).collect();
-        Ok(keys)
+        let offsets: ScalarBuffer<O> =
+            ScalarBuffer::new(data.buffers()[0].clone(), data.offset(), data.len() + 1);
+        let values = data.buffers()[1].clone();
+        // Every value's range is checked once here, so that comparisons need not.
+        let prefixes = offsets
+            .windows(2)
+            .map(|w| {
+                let value = values.as_slice().get(w[0].as_usize()..w[1].as_usize());
+                value.map(byte_prefix).ok_or_else(|| {
+                    invalid!("a key column's offsets point outside its values: the array is malformed")
+                })
+            })
+            .collect::<Result<_>>()?;
+        Ok(ByteKeys { offsets, values, prefixes })
     }
 }
 

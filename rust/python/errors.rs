@@ -19,19 +19,30 @@ fn class_name(e: &MergeError) -> &'static str {
     }
 }
 
-/// Unwraps merge errors that travelled inside an `ArrowError` (through a C stream).
-fn innermost(e: MergeError) -> MergeError {
-    match e {
-        MergeError::Arrow(ArrowError::ExternalError(inner)) => match inner.downcast::<MergeError>() {
-            Ok(inner) => innermost(*inner),
-            Err(other) => MergeError::Arrow(ArrowError::ExternalError(other)),
-        },
-        other => other,
+/// What an error that travelled inside `ArrowError`s (through C streams) really is: a
+/// merge error, or an exception raised by the caller's own Python iterable.
+enum Innermost {
+    Merge(MergeError),
+    Python(PyErr),
+}
+
+fn innermost(e: MergeError) -> Innermost {
+    let MergeError::Arrow(ArrowError::ExternalError(inner)) = e else { return Innermost::Merge(e) };
+    let inner = match inner.downcast::<MergeError>() {
+        Ok(merge) => return innermost(*merge),
+        Err(other) => other,
+    };
+    match inner.downcast::<PyErr>() {
+        Ok(raised) => Innermost::Python(*raised),
+        Err(other) => Innermost::Merge(MergeError::Arrow(ArrowError::ExternalError(other))),
     }
 }
 
 pub(crate) fn to_py_err(py: Python<'_>, e: MergeError) -> PyErr {
-    let e = innermost(e);
+    let e = match innermost(e) {
+        Innermost::Python(raised) => return raised,
+        Innermost::Merge(e) => e,
+    };
     let raise = || -> PyResult<PyErr> {
         let class = py.import("merge_core.errors")?.getattr(class_name(&e))?;
         Ok(PyErr::from_value(class.call1((e.to_string(),))?))

@@ -3,6 +3,7 @@
 //! `merge_core` exceptions. The public Python API lives in `python/merge_core/`.
 
 mod errors;
+mod inputs;
 mod options;
 mod sort;
 mod stream;
@@ -14,7 +15,7 @@ use crate::MergeOptions;
 use errors::{guard, to_py_err};
 use stream::PyStream;
 
-/// Merges sorted runs (objects with `__arrow_c_stream__`) into a lazy stream.
+/// Merges sorted runs (objects with `__arrow_c_stream__`, or `IterableRun`s) into a lazy stream.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)] // mirrors the Python signature one to one
 #[pyo3(signature = (runs, key, sequence, row_kind, merge, algorithm, batch_size))]
@@ -28,7 +29,7 @@ fn merge(
     algorithm: &str,
     batch_size: usize,
 ) -> PyResult<PyStream> {
-    let runs = runs.iter().map(table::read_run).collect::<PyResult<Vec<_>>>()?;
+    let runs = runs.iter().map(inputs::read_run).collect::<PyResult<Vec<_>>>()?;
     let options = MergeOptions {
         key,
         sequence,

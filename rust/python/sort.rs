@@ -3,8 +3,6 @@
 use std::path::PathBuf;
 use std::sync::Mutex;
 
-use arrow_array::ffi_stream::RecordBatchStreamReader;
-use arrow_array::RecordBatchReader;
 use arrow_pyarrow::FromPyArrow;
 use arrow_schema::Schema;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
@@ -12,9 +10,11 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use super::errors::{guard, to_py_err};
+use super::inputs::read_run;
 use super::options::merge_function;
 use super::stream::PyStream;
 use crate::error::MergeError;
+use crate::run::Run;
 use crate::sort::{SortBuffer, SortOptions};
 
 /// The options dict built by the Python wrapper (`merge_core._sort._native_options`).
@@ -39,12 +39,12 @@ fn sort_options(py: Python<'_>, options: &Bound<'_, PyDict>) -> PyResult<SortOpt
     })
 }
 
-/// Feeds every batch of `reader` into `buffer`; the work runs without the GIL and
+/// Feeds every batch of `run` into `buffer`; the work runs without the GIL and
 /// KeyboardInterrupt is checked between batches.
-fn write_all(py: Python<'_>, buffer: &mut SortBuffer, mut reader: RecordBatchStreamReader) -> PyResult<()> {
+fn write_all(py: Python<'_>, buffer: &mut SortBuffer, mut run: Run) -> PyResult<()> {
     loop {
         py.check_signals()?;
-        let batch = guard(py, || reader.next().transpose().map_err(MergeError::from))?;
+        let batch = guard(py, || run.batches.next().transpose().map_err(MergeError::from))?;
         match batch {
             Some(batch) => guard(py, || buffer.write(&batch))?,
             None => return Ok(()),
@@ -82,8 +82,8 @@ impl PySortBuffer {
 
     /// Adds the batches of a C-stream source (the wrapper turns batches and tables into one).
     fn write(&self, py: Python<'_>, source: &Bound<'_, PyAny>) -> PyResult<()> {
-        let reader = RecordBatchStreamReader::from_pyarrow_bound(source)?;
-        self.with(|buffer| write_all(py, buffer, reader))
+        let run = read_run(source)?;
+        self.with(|buffer| write_all(py, buffer, run))
     }
 
     /// Ends writing; returns the sorted data as a stream.
@@ -146,8 +146,8 @@ pub(crate) fn sort(
     options: &Bound<'_, PyDict>,
 ) -> PyResult<PyStream> {
     let options = sort_options(py, options)?;
-    let reader = RecordBatchStreamReader::from_pyarrow_bound(source)?;
-    let mut buffer = SortBuffer::new(reader.schema(), options).map_err(|e| to_py_err(py, e))?;
-    write_all(py, &mut buffer, reader)?;
+    let run = read_run(source)?;
+    let mut buffer = SortBuffer::new(run.schema.clone(), options).map_err(|e| to_py_err(py, e))?;
+    write_all(py, &mut buffer, run)?;
     Ok(PyStream::new(guard(py, || buffer.finish())?))
 }

@@ -3,17 +3,16 @@
 
 use std::sync::Arc;
 
-use arrow_array::ffi_stream::RecordBatchStreamReader;
 use arrow_array::{Array, RecordBatch};
 use arrow_pyarrow::{FromPyArrow, ToPyArrow};
 use arrow_schema::Schema;
 use pyo3::prelude::*;
 
 use super::errors::{guard, to_py_err};
+use super::inputs::read_run;
 use super::options::merge_function;
 use super::stream::PyStream;
 use crate::groups::{merge_groups as merge_groups_impl, GroupOptions};
-use crate::run::Run;
 use crate::MergeOptions;
 
 /// The bucket (`0..buckets`, a `pyarrow.UInt32Array`) of each row of `batch` by `key`.
@@ -75,11 +74,4 @@ pub(crate) fn merge_groups(
     };
     let stream = guard(py, || merge_groups_impl(schema, groups, options))?;
     Ok(PyStream::new(stream).with_extra_stats(stats))
-}
-
-/// A run from any object with `__arrow_c_stream__`.
-pub(crate) fn read_run(obj: &Bound<'_, PyAny>) -> PyResult<Run> {
-    let reader = RecordBatchStreamReader::from_pyarrow_bound(obj)?;
-    let schema = arrow_array::RecordBatchReader::schema(&reader);
-    Ok(Run { schema, batches: Box::new(reader) })
 }

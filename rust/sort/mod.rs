@@ -109,6 +109,8 @@ pub struct SortBuffer {
     buffered: Buffered,
     memory: usize,
     arrival: u64,
+    /// Batches written so far, for messages.
+    batches_written: u64,
     spill: Option<Arc<SpillDir>>,
     runs: Vec<SpillFile>,
     /// A spill being written by a background thread (at most one).
@@ -153,6 +155,7 @@ impl SortBuffer {
             buffered: Buffered { store: BatchStore::default(), keys: Vec::new() },
             memory: 0,
             arrival: 0,
+            batches_written: 0,
             spill: None,
             runs: Vec::new(),
             in_flight: None,
@@ -183,6 +186,7 @@ impl SortBuffer {
             return Err(invalid!("the sort buffer failed earlier and cannot take more data"));
         }
         let result = self.write_checked(batch);
+        self.batches_written += 1;
         if result.is_err() {
             self.fail();
         }
@@ -241,7 +245,9 @@ impl SortBuffer {
                 .all(|(e, g)| e.name() == g.name() && e.data_type() == g.data_type());
         if !same {
             return Err(invalid!(
-                "a written batch's schema ({got}) differs from the buffer's ({})",
+                "written batch {} (from input row {}): its schema ({got}) differs from the buffer's ({})",
+                self.batches_written,
+                self.arrival,
                 self.schema
             ));
         }

@@ -99,3 +99,56 @@ fn an_input_error_mid_stream_ends_the_stream() {
     assert!(results.iter().any(|r| r.is_err()));
     assert!(stream.next().is_none());
 }
+
+/// A run whose second batch has another type is refused before any of its rows is used
+/// (the engines read key buffers by the run's type).
+#[test]
+fn a_batch_of_another_type_is_refused() {
+    let schema = Arc::new(Schema::new(vec![Field::new("k", DataType::Int64, false)]));
+    let other = Arc::new(Schema::new(vec![Field::new("k", DataType::Float64, false)]));
+    let first = RecordBatch::try_new(schema.clone(), vec![Arc::new(Int64Array::from(vec![1, 2]))]).unwrap();
+    let second =
+        RecordBatch::try_new(other, vec![Arc::new(arrow_array::Float64Array::from(vec![3.0, 4.0]))]).unwrap();
+    let batches: crate::BatchIter = Box::new(vec![Ok(first), Ok(second)].into_iter());
+    let msg = error_of(vec![Run { schema, batches }], MergeOptions::new(&["k"]));
+    assert!(msg.contains("run 0, batch 1") && msg.contains("Float64"), "{msg}");
+}
+
+#[test]
+fn a_null_in_a_column_declared_not_nullable_is_refused() {
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("k", DataType::Int64, false),
+        Field::new("v", DataType::Int64, false),
+    ]));
+    let nullable = Arc::new(Schema::new(vec![
+        Field::new("k", DataType::Int64, false),
+        Field::new("v", DataType::Int64, true),
+    ]));
+    let batch = RecordBatch::try_new(
+        nullable,
+        vec![Arc::new(Int64Array::from(vec![1, 2])), Arc::new(Int64Array::from(vec![Some(1), None]))],
+    )
+    .unwrap();
+    let batches: crate::BatchIter = Box::new(vec![Ok(batch)].into_iter());
+    let msg = error_of(vec![Run { schema, batches }], MergeOptions::new(&["k"]));
+    assert!(msg.contains("run 0, batch 0") && msg.contains("null in column 'v'"), "{msg}");
+}
+
+/// Offsets past the values buffer (an array no arrow constructor would build, but a C
+/// stream can deliver) are an input error, not a read out of bounds.
+#[test]
+fn malformed_string_offsets_are_refused() {
+    use arrow_buffer::{Buffer, ScalarBuffer};
+    let schema = Arc::new(Schema::new(vec![Field::new("k", DataType::Utf8, false)]));
+    let offsets = ScalarBuffer::<i32>::from(vec![0, 1, 64]).into_inner();
+    let data = arrow_data::ArrayData::builder(DataType::Utf8)
+        .len(2)
+        .add_buffer(offsets)
+        .add_buffer(Buffer::from(b"ab".as_slice()));
+    // SAFETY: deliberately malformed (offset 64 > 2 bytes of values), as a foreign
+    // producer could send it; merge-core must check before slicing.
+    let data = unsafe { data.build_unchecked() };
+    let batch = RecordBatch::try_new(schema.clone(), vec![arrow_array::make_array(data)]).unwrap();
+    let msg = error_of(vec![Run::from_batches(schema, vec![batch])], MergeOptions::new(&["k"]));
+    assert!(msg.contains("offsets point outside"), "{msg}");
+}

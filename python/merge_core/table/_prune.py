@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .._inputs import as_stream_source
+from .._inputs import as_stream_source, batches_of
 from .._sort import parse_size
 from ..errors import InvalidInputError
 from ._format import DataFile, TableMeta
@@ -64,11 +64,11 @@ def _distinct_arrow(source: Any, column: str, threshold: int) -> pa.Array | None
     stream = as_stream_source(source)
     if stream is None:
         raise InvalidInputError("cannot build a dynamic filter from an empty iterable: its schema is unknown")
-    reader = pa.RecordBatchReader.from_stream(stream)
-    if column not in reader.schema.names:
-        raise InvalidInputError(f"no column '{column}' in the build side (it has {reader.schema.names})")
-    distinct = pa.array([], reader.schema.field(column).type)
-    for batch in reader:
+    schema, batches = batches_of(stream)
+    if column not in schema.names:
+        raise InvalidInputError(f"no column '{column}' in the build side (it has {schema.names})")
+    distinct = pa.array([], schema.field(column).type)
+    for batch in batches:
         distinct = pc.unique(pa.concat_arrays([distinct, pc.unique(batch.column(column))]))
         if distinct.nbytes > threshold:
             return None

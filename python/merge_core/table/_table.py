@@ -12,7 +12,7 @@ from typing import Any
 import pyarrow as pa
 
 from .. import _native
-from .._inputs import as_stream_source, column_names
+from .._inputs import as_stream_source, batches_of, column_names
 from .._native import Stream
 from .._options import MergeSpec, merge_spec
 from .._sort import _native_options
@@ -217,7 +217,7 @@ class Table:
     def delete(self, keys: Any, memory_limit: int | str = "256MiB") -> dict[str, int]:
         """Deletes the rows of the given keys: ``keys`` holds the key (and partition) columns."""
         source = as_stream_source(keys)
-        reader = pa.RecordBatchReader.from_stream(source) if source is not None else iter(())
+        reader = batches_of(source)[1] if source is not None else iter(())
         needed = [*self._meta.partition_by, *self._meta.key]
 
         def as_deletes(batch: pa.RecordBatch) -> pa.RecordBatch:

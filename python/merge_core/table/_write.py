@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import _native
-from .._inputs import as_stream_source
+from .._inputs import as_stream_source, batches_of
 from .._sort import _native_options, _reraise
 from ..errors import InvalidInputError
 from ._files import RunWriter, group_boundaries
@@ -111,7 +111,7 @@ def write_runs(
 ) -> list[DataFile]:
     """Writes ``data`` as new level-0 runs (not committed); on error nothing is left."""
     source = as_stream_source(data)
-    batches: Iterable[pa.RecordBatch] = [] if source is None else pa.RecordBatchReader.from_stream(source)
+    batches: Iterable[pa.RecordBatch] = [] if source is None else batches_of(source)[1]
     partitions = PartitionNumbers(meta)
     # Without row kinds every row is an add, and `_kind` is left out of the sort so that
     # no merge function folds it as a value; the run writer adds it.
