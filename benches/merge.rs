@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
-use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
+use criterion::{criterion_group, BatchSize, BenchmarkId, Criterion, Throughput};
 use merge_core::stream::merge_order_only;
 use merge_core::{merge, AggFunction, AggregateField, Algorithm, MergeFunction, MergeOptions, Run};
 
@@ -193,30 +193,32 @@ fn bench_dedup_16x1m(c: &mut Criterion) {
     group.finish();
 }
 
-/// The cost of folding: aggregating (sum on three columns, last_non_null_value on three)
-/// against deduplicating the same 16 runs.
+/// The merge functions of `fold_16x256k_6cols`: aggregating (sum on three columns,
+/// last_non_null_value on three) against deduplicating the same 16 runs.
+fn fold_functions() -> Vec<(&'static str, MergeFunction)> {
+    let sum = AggregateField::new(AggFunction::Sum);
+    let aggregate =
+        MergeFunction::aggregate(["p0", "p1", "p2"].iter().map(|c| (c.to_string(), sum.clone())).collect());
+    vec![
+        ("deduplicate", MergeFunction::default()),
+        ("first-row", MergeFunction::FirstRow { ignore_delete: false }),
+        ("partial-update", MergeFunction::partial_update()),
+        ("aggregate", aggregate),
+    ]
+}
+
+fn fold_runs() -> (SchemaRef, Vec<Vec<RecordBatch>>) {
+    make_runs(16, KeyKind::Int64, Overlap::Heavy, 1 << 18, 6)
+}
+
+/// The cost of folding, each function on the same 16 runs.
 fn bench_fold_functions(c: &mut Criterion) {
-    let (schema, runs) = make_runs(16, KeyKind::Int64, Overlap::Heavy, 1 << 18, 6);
+    let (schema, runs) = fold_runs();
     let rows: usize = runs.iter().flatten().map(|b| b.num_rows()).sum();
     let mut group = c.benchmark_group("fold_16x256k_6cols");
     quick(&mut group);
     group.throughput(Throughput::Elements(rows as u64));
-    let sum = AggregateField::new(AggFunction::Sum);
-    let aggregate = MergeFunction::Aggregate {
-        fields: ["p0", "p1", "p2"].iter().map(|c| (c.to_string(), sum.clone())).collect(),
-        default: AggFunction::LastNonNullValue,
-        remove_record_on_delete: false,
-    };
-    let functions = [
-        ("deduplicate", MergeFunction::default()),
-        ("first-row", MergeFunction::FirstRow { ignore_delete: false }),
-        (
-            "partial-update",
-            MergeFunction::PartialUpdate { ignore_delete: false, remove_record_on_delete: false },
-        ),
-        ("aggregate", aggregate),
-    ];
-    for (name, function) in functions {
+    for (name, function) in fold_functions() {
         group.bench_function(name, |b| {
             b.iter_batched(
                 || as_runs(&schema, &runs),
@@ -229,4 +231,17 @@ fn bench_fold_functions(c: &mut Criterion) {
 }
 
 criterion_group!(benches, bench_engines, bench_end_to_end, bench_dedup_16x1m, bench_fold_functions);
-criterion_main!(benches);
+/// `MERGE_CORE_PROFILE=<fold function> cargo bench --bench merge` runs that fold of
+/// `fold_16x256k_6cols` once and exits: a fixed amount of work for an instruction count
+/// (`valgrind --tool=callgrind`), which a shared machine's timings cannot give.
+fn main() {
+    if let Ok(name) = std::env::var("MERGE_CORE_PROFILE") {
+        let (schema, runs) = fold_runs();
+        let (_, function) =
+            fold_functions().into_iter().find(|(n, _)| *n == name).expect("a fold function's name");
+        consume(as_runs(&schema, &runs), MergeOptions { merge: function, ..options(Algorithm::LoserTree) });
+        return;
+    }
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}

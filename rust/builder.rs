@@ -11,17 +11,22 @@
 //!   versions, handed over once per row). Picked column by column when the batch is
 //!   built, so a fold of many such columns (partial-update, last_non_null_value) costs
 //!   one hand-over per key instead of one search per column;
+//!   A fold that decides a row's value itself (the general path) fixes it instead;
 //! - `Computed`: a value the fold computed (sum, product, listagg, bool_and/or);
+//! - `Items`: lists or maps assembled from stored elements or entries (collect, merge_map);
 //! - `RowKind`: the output row kind, written in the input's representation;
 //! - `Unused`: a column the output leaves out (a read's projection), never built.
 
 use std::sync::Arc;
 
-use arrow_array::{Array, ArrayRef, RecordBatch};
-use arrow_schema::SchemaRef;
+use arrow_array::cast::AsArray;
+use arrow_array::{Array, ArrayRef, LargeListArray, ListArray, MapArray, RecordBatch};
+use arrow_buffer::{NullBuffer, OffsetBuffer};
+use arrow_schema::{DataType, SchemaRef};
 use arrow_select::interleave::interleave;
 
 use crate::error::{invalid, MergeError, Result};
+use crate::fold::accumulator::{nested_values, Acc, Cx};
 use crate::fold::value::Computed;
 use crate::store::{BatchStore, RowRef};
 use crate::version::{row_kind_array, RowKind};
@@ -48,10 +53,28 @@ fn index(row: RowRef) -> Index {
 pub(crate) enum Sink {
     Whole,
     Gather(Vec<Index>),
-    Newest(NewestRule),
+    /// `fixed`: rows whose value the fold decided, as (pending row, source row).
+    Newest {
+        rule: NewestRule,
+        fixed: Vec<(usize, Index)>,
+    },
     Computed(Computed),
+    Items(Items),
     RowKind,
     Unused,
+}
+
+impl Sink {
+    pub(crate) fn newest(rule: NewestRule) -> Self {
+        Self::Newest { rule, fixed: Vec::new() }
+    }
+}
+
+/// The lists or maps of pending rows, as child indices (stored batch, index into the
+/// column's child array); `None` for a null.
+#[derive(Default)]
+pub(crate) struct Items {
+    rows: Vec<Option<Vec<Index>>>,
 }
 
 /// The columns a merge outputs: those asked for, or all.
@@ -105,7 +128,7 @@ impl OutputBuilder {
                 *sink = Sink::Unused;
             }
         }
-        let any_newest = sinks.iter().any(|s| matches!(s, Sink::Newest(_)));
+        let any_newest = sinks.iter().any(|s| matches!(s, Sink::Newest { .. }));
         Self {
             columns,
             rows: Vec::new(),
@@ -148,11 +171,32 @@ impl OutputBuilder {
     }
 
     /// The buffer of `Computed` column `column`.
+    #[inline]
     pub(crate) fn computed(&mut self, column: usize) -> &mut Computed {
         match &mut self.sinks[column] {
             Sink::Computed(values) => values,
             _ => panic!("column {column} is not computed"),
         }
+    }
+
+    /// Sets the current row's value of value column `cx.column` to what `acc` holds.
+    pub(crate) fn set(&mut self, acc: &Acc, cx: &Cx, store: &BatchStore) -> Result<()> {
+        let pending = self.rows.len() - 1;
+        let row = |acc: &Acc| match acc {
+            Acc::Row(r) => Ok(index(*r)),
+            Acc::Null => Ok(index(store.null_row())),
+            other => Err(MergeError::Internal(format!("a picked column got a computed value {other:?}"))),
+        };
+        match &mut self.sinks[cx.column] {
+            Sink::Gather(rows) => rows.push(row(acc)?),
+            Sink::Newest { fixed, .. } => fixed.push((pending, row(acc)?)),
+            Sink::Computed(values) => values.push_value(cx.value(acc)),
+            Sink::Items(items) => items
+                .rows
+                .push(cx.items(acc).map(|v| v.into_iter().map(|(b, i)| (b as usize, i as usize)).collect())),
+            Sink::Whole | Sink::RowKind | Sink::Unused => {}
+        }
+        Ok(())
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -177,9 +221,20 @@ impl OutputBuilder {
                         rows.drain(..n);
                         column?
                     }
-                    Sink::Newest(rule) => {
+                    Sink::Newest { rule, fixed } => {
                         let ends = &self.candidate_ends[..n];
-                        gather(store, c, &pick_newest(store, *rule, &self.candidates, ends))?
+                        let mut picked = pick_newest(store, *rule, &self.candidates, ends);
+                        let built = fixed.iter().take_while(|(row, _)| *row < n).count();
+                        for (row, source) in fixed.drain(..built) {
+                            picked[row] = source;
+                        }
+                        fixed.iter_mut().for_each(|(row, _)| *row -= n);
+                        gather(store, c, &picked)?
+                    }
+                    Sink::Items(items) => {
+                        let column = build_items(store, c, data_type, &items.rows[..n]);
+                        items.rows.drain(..n);
+                        column?
                     }
                     Sink::RowKind => row_kind_array(data_type, kinds),
                     Sink::Computed(values) if values.len() == n => values.finish(data_type)?,
@@ -213,23 +268,28 @@ impl OutputBuilder {
 
     /// Renumbers pending rows after [`BatchStore::retain`].
     pub(crate) fn remap(&mut self, remap: &[u32]) {
-        let gathered = self.sinks.iter_mut().filter_map(|s| match s {
-            Sink::Gather(rows) => Some(rows),
-            _ => None,
-        });
-        for rows in [&mut self.rows, &mut self.candidates].into_iter().chain(gathered) {
-            for (batch, _) in rows {
-                *batch = remap[*batch] as usize;
+        let renumber = |(batch, _): &mut Index| *batch = remap[*batch] as usize;
+        self.rows.iter_mut().chain(&mut self.candidates).for_each(renumber);
+        for sink in &mut self.sinks {
+            match sink {
+                Sink::Gather(rows) => rows.iter_mut().for_each(renumber),
+                Sink::Newest { fixed, .. } => fixed.iter_mut().for_each(|(_, source)| renumber(source)),
+                Sink::Items(items) => items.rows.iter_mut().flatten().flatten().for_each(renumber),
+                _ => {}
             }
         }
     }
 
     fn pending(&self) -> impl Iterator<Item = &Index> {
-        let gathered = self.sinks.iter().filter_map(|s| match s {
-            Sink::Gather(rows) => Some(rows),
-            _ => None,
+        let held = self.sinks.iter().flat_map(|sink| -> Box<dyn Iterator<Item = &Index> + '_> {
+            match sink {
+                Sink::Gather(rows) => Box::new(rows.iter()),
+                Sink::Newest { fixed, .. } => Box::new(fixed.iter().map(|(_, source)| source)),
+                Sink::Items(items) => Box::new(items.rows.iter().flatten().flatten()),
+                _ => Box::new(std::iter::empty()),
+            }
         });
-        self.rows.iter().chain(&self.candidates).chain(gathered.flatten())
+        self.rows.iter().chain(&self.candidates).chain(held)
     }
 }
 
@@ -268,6 +328,42 @@ fn pick_newest(store: &BatchStore, rule: NewestRule, candidates: &[Index], ends:
             null
         })
         .collect()
+}
+
+/// A list or map column of `rows`, their elements (or entries) gathered from the stored
+/// batches' child arrays.
+fn build_items(
+    store: &BatchStore,
+    column: usize,
+    data_type: &DataType,
+    rows: &[Option<Vec<Index>>],
+) -> Result<ArrayRef> {
+    let children: Vec<ArrayRef> = store.batches().map(|b| nested_values(b.column(column))).collect();
+    let children: Vec<&dyn Array> = children.iter().map(|c| c.as_ref()).collect();
+    let indices: Vec<Index> = rows.iter().flatten().flatten().copied().collect();
+    let values = interleave(&children, &indices)?;
+    let lengths = rows.iter().map(|r| r.as_ref().map_or(0, Vec::len));
+    let nulls = NullBuffer::from(rows.iter().map(Option::is_some).collect::<Vec<_>>());
+    let nulls = Some(nulls).filter(|n| n.null_count() > 0);
+    Ok(match data_type {
+        DataType::List(field) => {
+            Arc::new(ListArray::try_new(field.clone(), OffsetBuffer::from_lengths(lengths), values, nulls)?)
+        }
+        DataType::LargeList(field) => Arc::new(LargeListArray::try_new(
+            field.clone(),
+            OffsetBuffer::from_lengths(lengths),
+            values,
+            nulls,
+        )?),
+        DataType::Map(field, sorted) => Arc::new(MapArray::try_new(
+            field.clone(),
+            OffsetBuffer::from_lengths(lengths),
+            values.as_struct().clone(),
+            nulls,
+            *sorted,
+        )?),
+        other => return Err(MergeError::Internal(format!("items built for a {other} column"))),
+    })
 }
 
 fn gather(store: &BatchStore, column: usize, indices: &[Index]) -> Result<ArrayRef> {

@@ -51,10 +51,10 @@ pub fn merge_groups(
 ) -> Result<MergeStream> {
     let merge = &mut options.merge;
     if options.partial {
-        let plain_rows = merge.row_kind.is_none() && merge.sequence.is_empty();
+        let plain_rows = merge.versions.plain();
         merge.merge = merge.merge.for_partial_run(plain_rows);
     }
-    let layout = Layout::new(schema.clone(), &merge.key, &merge.sequence, merge.row_kind.as_deref(), false)?;
+    let layout = Layout::new(schema.clone(), &merge.key, &merge.versions, false)?;
     let merged_schema = output_schema(&layout, &Folder::new(merge.merge.clone(), &layout)?);
     let output = OutputColumns::select(merged_schema, merge.columns.as_deref())?.schema;
     let stats = Arc::new(SharedStats::default());

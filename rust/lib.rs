@@ -61,9 +61,9 @@ mod tests;
 
 pub use engine::Algorithm;
 pub use error::{MergeError, Result};
-pub use fold::{AggFunction, AggregateField, MergeFunction};
+pub use fold::{AggFunction, AggregateField, MergeFunction, SequenceGroup};
 pub use run::{BatchIter, Run};
 pub use sort::{SortBuffer, SortOptions};
 pub use spill::Compression;
 pub use stream::{merge, MergeOptions, MergeReader, MergeStats, MergeStream, SortStats, StatsHandle};
-pub use version::RowKind;
+pub use version::{RowKind, VersionColumns};

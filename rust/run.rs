@@ -15,7 +15,9 @@ use crate::error::{invalid, Result, RowLocation};
 use crate::fold::value::ColumnView;
 use crate::keys::{KeyEncoder, KeyValues};
 use crate::store::{BatchStore, RowRef, StoredBatch};
-use crate::version::{check_row_kind_type, compare_versions, first_null, BatchVersions};
+use crate::version::{
+    check_row_kind_type, compare_versions, first_null, BatchVersions, SequenceOrder, VersionColumns,
+};
 
 /// A run's batches, in key order.
 pub type BatchIter = Box<dyn Iterator<Item = Result<RecordBatch, ArrowError>> + Send>;
@@ -39,7 +41,9 @@ impl Run {
 pub(crate) struct Layout {
     pub schema: SchemaRef,
     pub key: Vec<usize>,
+    /// The columns ordering versions: the user sequence columns, then the system sequence.
     pub sequence: Vec<usize>,
+    pub order: SequenceOrder,
     pub row_kind: Option<usize>,
     /// Keys inside a run must be strictly increasing (folding), not just non-decreasing.
     pub strict: bool,
@@ -51,8 +55,7 @@ impl Layout {
     pub(crate) fn new(
         schema: SchemaRef,
         key: &[String],
-        sequence: &[String],
-        row_kind: Option<&str>,
+        versions: &VersionColumns,
         strict: bool,
     ) -> Result<Self> {
         let find = |role: &str, name: &str| {
@@ -65,8 +68,18 @@ impl Layout {
             return Err(invalid!("at least one key column is needed"));
         }
         let key = key.iter().map(|k| find("key", k)).collect::<Result<Vec<_>>>()?;
-        let sequence = sequence.iter().map(|s| find("sequence", s)).collect::<Result<Vec<_>>>()?;
-        let row_kind = row_kind.map(|r| find("row-kind", r)).transpose()?;
+        let user = versions.sequence.iter();
+        let system = versions.system_sequence.iter();
+        let sequence = user.chain(system).map(|s| find("sequence", s)).collect::<Result<Vec<_>>>()?;
+        let row_kind = versions.row_kind.as_deref().map(|r| find("row-kind", r)).transpose()?;
+        for (i, &idx) in sequence.iter().enumerate() {
+            if sequence[..i].contains(&idx) {
+                return Err(invalid!(
+                    "column '{}' is named twice as a sequence column",
+                    schema.field(idx).name()
+                ));
+            }
+        }
         for (role, idx) in sequence.iter().map(|i| ("sequence", *i)).chain(row_kind.map(|i| ("row-kind", i)))
         {
             if key.contains(&idx) {
@@ -79,7 +92,8 @@ impl Layout {
         if let Some(idx) = row_kind {
             check_row_kind_type(schema.field(idx).name(), schema.field(idx).data_type())?;
         }
-        Ok(Self { schema, key, sequence, row_kind, strict, view_columns: Vec::new() })
+        let order = SequenceOrder { user_fields: versions.sequence.len(), descending: versions.descending };
+        Ok(Self { schema, key, sequence, order, row_kind, strict, view_columns: Vec::new() })
     }
 
     pub(crate) fn key_names(&self) -> String {
@@ -352,7 +366,7 @@ impl<E: KeyEncoder> Runs<E> {
         let same_as_prev = check_order(&keys, previous, layout.strict, &layout.key_names(), &at)?;
         let sequence: Vec<_> = layout.sequence.iter().map(|&s| (layout.name(s), batch.column(s))).collect();
         let row_kind = layout.row_kind.map(|r| (layout.name(r), batch.column(r)));
-        let versions = BatchVersions::read(&sequence, row_kind, i, first_row)?;
+        let versions = BatchVersions::read(&sequence, layout.order, row_kind, i, first_row)?;
         let rows = batch.num_rows();
         self.cursors[i].next_row += rows as u64;
         self.counters.rows_in += rows as u64;

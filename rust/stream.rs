@@ -12,19 +12,19 @@ use arrow_schema::{ArrowError, Field, Schema, SchemaRef};
 use crate::builder::{OutputBuilder, OutputColumns};
 use crate::engine::{Algorithm, Heap, LoserTree, MergeEngine};
 use crate::error::{invalid, MergeError, Result};
-use crate::fold::{Folder, MergeFunction};
+use crate::fold::{Folder, MergeFunction, Paths};
 use crate::keys::{dispatch, KeyEncoder, KeyVisitor};
 use crate::run::{BatchIter, Group, Layout, Run, Runs};
+use crate::version::VersionColumns;
 
 /// Options of [`merge`]; see the Python `merge_core.merge` for their meaning.
 #[derive(Debug, Clone)]
 pub struct MergeOptions {
     /// Key columns, compared column by column.
     pub key: Vec<String>,
-    /// Columns ordering the versions of a key (empty: a later run is newer).
-    pub sequence: Vec<String>,
-    /// Column of row kinds (`+I`, `-U`, `+U`, `-D` or codes 0..3).
-    pub row_kind: Option<String>,
+    /// The columns ordering and classifying the versions of a key (none: a later run is
+    /// newer and every row is an add).
+    pub versions: VersionColumns,
     /// How the versions of a key are folded.
     pub merge: MergeFunction,
     /// Which engine merges.
@@ -41,8 +41,7 @@ impl MergeOptions {
     pub fn new(key: &[&str]) -> Self {
         Self {
             key: key.iter().map(|k| k.to_string()).collect(),
-            sequence: Vec::new(),
-            row_kind: None,
+            versions: VersionColumns::default(),
             merge: MergeFunction::default(),
             algorithm: Algorithm::default(),
             batch_size: 8192,
@@ -241,6 +240,24 @@ pub(crate) fn merge_runs_into(
     strict: bool,
     stats: Arc<SharedStats>,
 ) -> Result<MergeStream> {
+    merge_with_paths(runs, options, strict, stats, Paths::Fast)
+}
+
+/// [`merge`] with every fold on its general path (no shortcut), for tests that prove
+/// the shortcuts give the same result.
+#[cfg(test)]
+pub(crate) fn merge_general_path(runs: Vec<Run>, options: MergeOptions) -> Result<MergeStream> {
+    let strict = options.merge.folds();
+    merge_with_paths(runs, options, strict, Arc::new(SharedStats::default()), Paths::General)
+}
+
+fn merge_with_paths(
+    runs: Vec<Run>,
+    options: MergeOptions,
+    strict: bool,
+    stats: Arc<SharedStats>,
+    paths: Paths,
+) -> Result<MergeStream> {
     if options.batch_size == 0 {
         return Err(invalid!("batch_size must be at least 1"));
     }
@@ -249,9 +266,8 @@ pub(crate) fn merge_runs_into(
         let empty = Arc::new(Schema::empty());
         return Ok(MergeStream { schema: empty, batches: Box::new(std::iter::empty()), stats, sort: None });
     };
-    let mut layout =
-        Layout::new(schema.clone(), &options.key, &options.sequence, options.row_kind.as_deref(), strict)?;
-    let folder = Folder::new(options.merge.clone(), &layout)?;
+    let mut layout = Layout::new(schema.clone(), &options.key, &options.versions, strict)?;
+    let folder = Folder::with_paths(options.merge.clone(), &layout, paths)?;
     layout.view_columns = folder.view_columns();
     let output = OutputColumns::select(output_schema(&layout, &folder), options.columns.as_deref())?;
     let stream_schema = output.schema.clone();
@@ -439,13 +455,7 @@ impl From<MergeError> for ArrowError {
 #[doc(hidden)]
 pub fn merge_order_only(runs: Vec<Run>, options: MergeOptions) -> Result<MergeStats> {
     let Some(schema) = common_schema(&runs)? else { return Ok(MergeStats::default()) };
-    let layout = Layout::new(
-        schema.clone(),
-        &options.key,
-        &options.sequence,
-        options.row_kind.as_deref(),
-        options.merge.folds(),
-    )?;
+    let layout = Layout::new(schema.clone(), &options.key, &options.versions, options.merge.folds())?;
     let key_types: Vec<_> = layout.key.iter().map(|&k| schema.field(k).data_type().clone()).collect();
     let k = runs.len() as u64;
     let inputs = runs.into_iter().map(|r| r.batches).collect();

@@ -1,9 +1,14 @@
 //! The version order of the rows of one key, and Paimon's row kinds.
 //!
-//! Contract: without a sequence column a version is `(run, row position)`; with sequence
-//! columns it is `(sequence values, retract before add, run, row position)`. The order
-//! is total, so every algorithm produces the same output. [`compare_versions`] is the
-//! only implementation of it; the engines and the group sort all call it.
+//! Contract (Paimon's): the versions of a key are ordered, oldest first, by
+//! 1. the sequence columns (`sequence.field`), compared one after the other, ascending or
+//!    all descending; a null is older than every value in either direction;
+//! 2. the system sequence column, if any (Paimon's `_SEQUENCE_NUMBER`), ascending, and on
+//!    equal system sequence numbers a retract before an add;
+//! 3. run, then row position (the order of writing).
+//!
+//! The order is total, so every algorithm produces the same output. [`compare_versions`]
+//! is the only implementation of it; the engines and the group sort all call it.
 
 use std::cmp::Ordering;
 use std::sync::Arc;
@@ -13,7 +18,7 @@ use arrow_array::{Array, ArrayRef, ArrowNativeTypeOp, Int16Array, Int32Array, In
 use arrow_array::{
     LargeStringArray, StringArray, StringViewArray, UInt16Array, UInt32Array, UInt64Array, UInt8Array,
 };
-use arrow_buffer::ScalarBuffer;
+use arrow_buffer::{NullBuffer, ScalarBuffer};
 use arrow_schema::DataType;
 
 use crate::error::{invalid, Result, RowLocation};
@@ -66,21 +71,72 @@ impl RowKind {
     }
 }
 
-/// The version columns of one batch: sequence values (as order-preserving `i64`) and
-/// row kinds, each present only when the merge was given that column.
+/// The columns that order and classify the versions of a key (see the module doc).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct VersionColumns {
+    /// Sequence columns (Paimon's `sequence.field`); empty: arrival order decides.
+    pub sequence: Vec<String>,
+    /// The sequence columns order descending (`sequence.field.sort-order = descending`).
+    pub descending: bool,
+    /// A column ordering versions after the sequence columns whose value is the newest
+    /// version's in every merge function (Paimon's `_SEQUENCE_NUMBER`); never null.
+    pub system_sequence: Option<String>,
+    /// Column of row kinds (`+I`, `-U`, `+U`, `-D` or codes 0..3).
+    pub row_kind: Option<String>,
+}
+
+impl VersionColumns {
+    /// Rows carry neither row kinds nor sequence numbers: every row is an add, in arrival order.
+    pub(crate) fn plain(&self) -> bool {
+        self.sequence.is_empty() && self.system_sequence.is_none() && self.row_kind.is_none()
+    }
+}
+
+/// How the sequence columns of a batch order its versions (see the module doc).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct SequenceOrder {
+    /// How many of the batch's sequence columns are user sequence columns; a column after
+    /// them is the system sequence.
+    pub user_fields: usize,
+    /// User sequence columns order descending (a smaller value is newer).
+    pub descending: bool,
+}
+
+/// One sequence column of a batch: values as order-preserving `i64`, and its nulls.
+struct SequenceColumn {
+    values: ScalarBuffer<i64>,
+    nulls: Option<NullBuffer>,
+}
+
+impl SequenceColumn {
+    /// `None` for a null.
+    #[inline]
+    fn get(&self, row: usize) -> Option<i64> {
+        match &self.nulls {
+            Some(nulls) if nulls.is_null(row) => None,
+            _ => Some(self.values[row]),
+        }
+    }
+}
+
+/// The version columns of one batch: sequence values and row kinds, each present only
+/// when the merge was given that column.
 #[derive(Default)]
 pub(crate) struct BatchVersions {
-    sequence: Vec<ScalarBuffer<i64>>,
+    sequence: Vec<SequenceColumn>,
+    order: SequenceOrder,
     kinds: Option<Arc<[RowKind]>>,
     /// Some row is a retract.
     any_retract: bool,
 }
 
 impl BatchVersions {
-    /// Reads the sequence and row-kind columns of a batch, rejecting nulls and unknown
-    /// row kinds. `first_row` is the batch's offset in its run, for error messages.
+    /// Reads the sequence and row-kind columns of a batch, rejecting unknown row kinds and
+    /// nulls in the system sequence. `first_row` is the batch's offset in its run, for
+    /// error messages.
     pub(crate) fn read(
         sequence: &[(&str, &ArrayRef)],
+        order: SequenceOrder,
         row_kind: Option<(&str, &ArrayRef)>,
         run: usize,
         first_row: u64,
@@ -88,11 +144,14 @@ impl BatchVersions {
         let at = |i: usize| RowLocation { run, row: first_row + i as u64 };
         let sequence = sequence
             .iter()
-            .map(|(name, column)| {
-                if let Some(i) = first_null(column.as_ref()) {
-                    return Err(invalid!("{}: null in sequence column '{name}'", at(i)));
+            .enumerate()
+            .map(|(i, (name, column))| {
+                let nulls = column.logical_nulls().filter(|n| n.null_count() > 0);
+                if let (true, Some(nulls)) = (i >= order.user_fields, &nulls) {
+                    let row = nulls.iter().position(|valid| !valid).unwrap_or_default();
+                    return Err(invalid!("{}: null in system sequence column '{name}'", at(row)));
                 }
-                sequence_values(column.as_ref())
+                Ok(SequenceColumn { values: sequence_values(column.as_ref())?, nulls })
             })
             .collect::<Result<_>>()?;
         let kinds = match row_kind {
@@ -100,7 +159,7 @@ impl BatchVersions {
             Some((name, column)) => Some(read_row_kinds(name, column.as_ref(), &at)?),
         };
         let any_retract = kinds.as_ref().is_some_and(|k| k.iter().any(|k| k.is_retract()));
-        Ok(Self { sequence, kinds, any_retract })
+        Ok(Self { sequence, order, kinds, any_retract })
     }
 
     /// The row kind of `row` (`+I` when the merge has no row-kind column).
@@ -133,18 +192,28 @@ pub(crate) struct Version<'a> {
 /// The contract's total version order (older first).
 #[inline]
 pub(crate) fn compare_versions(a: Version<'_>, b: Version<'_>) -> Ordering {
-    if a.versions.has_sequence() {
-        for (sa, sb) in a.versions.sequence.iter().zip(&b.versions.sequence) {
-            match sa[a.row].cmp(&sb[b.row]) {
-                Ordering::Equal => {}
-                other => return other,
+    let (va, vb) = (a.versions, b.versions);
+    if va.has_sequence() {
+        let order = va.order;
+        for (i, (sa, sb)) in va.sequence.iter().zip(&vb.sequence).enumerate() {
+            let user = i < order.user_fields;
+            let ordering = match (sa.get(a.row), sb.get(b.row)) {
+                (Some(x), Some(y)) if user && order.descending => y.cmp(&x),
+                (Some(x), Some(y)) => x.cmp(&y),
+                // A null is the oldest version, in either direction.
+                (x, y) => x.is_some().cmp(&y.is_some()),
+            };
+            if ordering != Ordering::Equal {
+                return ordering;
             }
         }
-        // Retract before add: `true` (add) sorts after `false` (retract).
-        let add_a = !a.versions.kind(a.row).is_retract();
-        let add_b = !b.versions.kind(b.row).is_retract();
-        if add_a != add_b {
-            return add_a.cmp(&add_b);
+        if va.sequence.len() > order.user_fields {
+            // Equal system sequence numbers: a retract before an add (`false` sorts first).
+            let add_a = !va.kind(a.row).is_retract();
+            let add_b = !vb.kind(b.row).is_retract();
+            if add_a != add_b {
+                return add_a.cmp(&add_b);
+            }
         }
     }
     (a.run, a.position).cmp(&(b.run, b.position))

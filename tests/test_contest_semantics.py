@@ -99,8 +99,12 @@ def test_sequence_may_be_dates_or_several_columns():
     for algorithm in ("loser-tree", "heap"):
         out = mc.merge(runs, key="k", sequence=["day", "tick"], algorithm=algorithm).read_all()
         assert out.column("v").to_pylist() == ["newest of all"]
-        out = mc.merge(runs, key="k", sequence="day", merge="first-row", algorithm=algorithm).read_all()
+        out = mc.merge(runs, key="k", sequence="day", merge="deduplicate", algorithm=algorithm).read_all()
+        assert out.column("v").to_pylist() == ["newest of all"]
+        out = mc.merge(runs, key="k", sequence="day", sequence_order="descending", algorithm=algorithm).read_all()
         assert out.column("v").to_pylist() == ["oldest"]
+        with pytest.raises(mc.InvalidInputError, match="first-row' takes no sequence"):
+            mc.merge(runs, key="k", sequence="day", merge="first-row", algorithm=algorithm)
         out = mc.merge(runs, key="k", sequence=["day", "tick"], merge="none", algorithm=algorithm).read_all()
         assert out.column("v").to_pylist() == ["oldest", "middle", "newest", "newest of all"]
 

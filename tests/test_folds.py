@@ -8,7 +8,7 @@ import oracle
 import pyarrow as pa
 import pytest
 from helpers import cut, table_of
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 SCHEMA = pa.schema(
@@ -19,68 +19,101 @@ SCHEMA = pa.schema(
         ("n", pa.int64()),
         ("s", pa.string()),
         ("b", pa.bool_()),
+        ("g", pa.int32()),
+        ("l", pa.list_(pa.int32())),
+        ("m", pa.map_(pa.string(), pa.int32())),
     ]
 )
 
+# Every function, with and without ignore_retract, on the column types it takes.
 AGGREGATES = [
-    {"fields": {"n": "sum", "s": {"function": "listagg", "delimiter": ";"}, "b": "bool_or"}},
+    {"fields": {"n": "sum", "s": {"function": "listagg", "delimiter": ";"}, "b": "bool_or", "l": "collect"}},
     {
         "fields": {
             "n": {"function": "sum", "ignore_retract": True},
             "s": "last_value",
             "b": {"function": "bool_and", "ignore_retract": True},
+            "l": {"function": "collect", "distinct": True},
+            "m": "merge_map",
         }
     },
     {
-        "fields": {
-            "n": "max",
-            "s": {"function": "min", "ignore_retract": True},
-            "b": {"function": "first_non_null_value", "ignore_retract": True},
-        },
+        "fields": {"n": "sum", "s": "last_non_null_value", "b": "last_value", "l": "collect", "m": "merge_map"},
         "remove_record_on_delete": True,
     },
+    {"fields": {"n": "max", "s": "min", "b": "first_non_null_value"}, "remove_record_on_delete": True},
     {
         "fields": {
-            "n": {"function": "product", "ignore_retract": True},
+            "n": "product",
             "s": {"function": "first_value", "ignore_retract": True},
             "b": "last_value",
+            "l": {"function": "collect", "ignore_retract": True},
         }
     },
-    {"fields": {"n": {"function": "min", "ignore_retract": True}, "s": "last_non_null_value"}, "default": "last_value"},
+    {
+        "fields": {"n": {"function": "min", "ignore_retract": True}, "s": "last_non_null_value"},
+        "default": "last_value",
+        "ignore_delete": True,
+    },
     {
         "fields": {
-            "s": {"function": "max", "ignore_retract": True},
+            "s": {"function": "listagg", "distinct": True, "ignore_retract": True},
             "b": {"function": "bool_or", "ignore_retract": True},
+            "l": "last_non_null_value",
+            "m": "last_value",
         },
         "default": "sum",
-        "remove_record_on_delete": True,
+    },
+]
+
+PARTIAL_UPDATES = [
+    {"ignore_delete": d, "remove_record_on_delete": r} for d in (False, True) for r in (False, True) if not (d and r)
+] + [
+    {"sequence_groups": {"g": ["n", "s"]}},
+    {"sequence_groups": {"g": ["n", "s", "l"]}, "fields": {"n": "sum", "l": "collect"}},
+    {"sequence_groups": {("g", "b"): ["s", "n"]}, "remove_record_on_sequence_group": ["g"]},
+    {
+        "sequence_groups": {"g": ["n", "s", "b", "l", "m"]},
+        "fields": {
+            "n": {"function": "max", "ignore_retract": True},
+            "m": "merge_map",
+            "s": {"function": "first_value", "ignore_retract": True},
+            "b": {"function": "first_non_null_value", "ignore_retract": True},
+        },
+        "default": "last_non_null_value",
+    },
+    {
+        "sequence_groups": {"g": ["s"]},
+        "fields": {"s": {"function": "listagg", "distinct": True}},
+        "ignore_delete": True,
     },
 ]
 
 MERGES = (
-    [("first-row", mc.FirstRow(ignore_delete=d), {"ignore_delete": d}) for d in (False, True)]
-    + [
-        (
-            "partial-update",
-            mc.PartialUpdate(ignore_delete=d, remove_record_on_delete=r),
-            {"ignore_delete": d, "remove_record_on_delete": r},
-        )
+    [
+        ("deduplicate", mc.Deduplicate(ignore_delete=d, drop_deletes=k), {"ignore_delete": d, "drop_deletes": k})
         for d in (False, True)
-        for r in (False, True)
+        for k in (False, True)
     ]
+    + [("first-row", mc.FirstRow(ignore_delete=d), {"ignore_delete": d}) for d in (False, True)]
+    + [("partial-update", mc.PartialUpdate(**p), p) for p in PARTIAL_UPDATES]
     + [("aggregate", mc.Aggregate(**a), a) for a in AGGREGATES]
 )
 
 
-def histories(max_runs=6, key_range=8):
+def histories(max_runs=6, key_range=8, null_sequences=False):
+    maybe_null = st.none() if null_sequences else st.nothing()
     row = st.fixed_dictionaries(
         {
             "k": st.integers(0, key_range),
-            "seq": st.integers(0, 3),
+            "seq": st.integers(0, 3) | maybe_null,
             "op": st.sampled_from(oracle.KINDS),
             "n": st.none() | st.integers(-5, 5),
-            "s": st.none() | st.sampled_from(["a", "b", "null", "zz"]),
+            "s": st.none() | st.sampled_from(["a", "b", "null", "zz", " ", "a;b"]),
             "b": st.none() | st.booleans(),
+            "g": st.none() | st.integers(0, 3),
+            "l": st.none() | st.lists(st.none() | st.integers(0, 3), max_size=3),
+            "m": st.none() | st.dictionaries(st.sampled_from(["x", "y", "z"]), st.integers(0, 3), max_size=2),
         }
     )
     return st.lists(st.lists(row, max_size=20), max_size=max_runs).map(
@@ -88,35 +121,53 @@ def histories(max_runs=6, key_range=8):
     )
 
 
-def expected(runs, name, options, with_sequence):
-    try:
-        return oracle.merge(runs, ["k"], ["seq"] if with_sequence else [], "op", merge=name, **options)
-    except (oracle.RetractError, oracle.OverflowError_):
-        return None
+def as_rows(runs):
+    """Maps as pyarrow's to_pylist gives them: lists of (key, value) pairs."""
+    return [[{**r, "m": None if r["m"] is None else list(r["m"].items())} for r in rows] for rows in runs]
 
 
+def expected(runs, name, options, with_sequence, sequence_order="ascending"):
+    sequence = ["seq"] if with_sequence else []
+    if name == "first-row" and with_sequence and runs:
+        return "error"
+    return oracle.expected_or_error(
+        as_rows(runs), ["k"], sequence, "op", merge=name, sequence_order=sequence_order, **dict(options)
+    )
+
+
+def tables(runs, cuts):
+    return [cut(table_of(rows, SCHEMA), cuts) for rows in as_rows(runs)]
+
+
+@settings(max_examples=300)
 @given(
-    runs=histories(),
+    runs=histories(null_sequences=True),
     merge=st.sampled_from(MERGES),
     with_sequence=st.booleans(),
+    sequence_order=st.sampled_from(["ascending", "descending"]),
     cuts=st.lists(st.integers(0, 25), max_size=2),
     batch_size=st.sampled_from([1, 3, 8192]),
 )
-def test_folds_equal_oracle(runs, merge, with_sequence, cuts, batch_size):
+def test_folds_equal_oracle(runs, merge, with_sequence, sequence_order, cuts, batch_size):
     name, option, oracle_options = merge
-    want = expected(runs, name, oracle_options, with_sequence)
+    want = expected(runs, name, oracle_options, with_sequence, sequence_order)
     for algorithm in ("loser-tree", "heap"):
+        if want == "error":
+            with pytest.raises(mc.InvalidInputError, match="takes no sequence"):
+                mc.merge(tables(runs, cuts), key="k", sequence="seq", merge=option)
+            continue
         stream = mc.merge(
-            [cut(table_of(rows, SCHEMA), cuts) for rows in runs],
+            tables(runs, cuts),
             key="k",
             sequence="seq" if with_sequence else None,
+            sequence_order=sequence_order,
             row_kind="op",
             merge=option,
             algorithm=algorithm,
             batch_size=batch_size,
         )
         if want is None:
-            with pytest.raises(mc.InvalidInputError, match="cannot take a retract|overflows"):
+            with pytest.raises(mc.InvalidInputError, match="cannot take a retract|overflows|cannot take this retract"):
                 stream.read_all()
         else:
             assert stream.read_all().to_pylist() == want, (name, option, algorithm)
@@ -129,14 +180,14 @@ def test_retract_errors_name_the_function():
     ]
     with pytest.raises(mc.InvalidInputError, match=r"run 1, row 0: merge function 'first-row' cannot take a retract"):
         mc.merge(runs, key="k", row_kind="op", merge="first-row").read_all()
-    with pytest.raises(mc.InvalidInputError, match="aggregate function 'product' of column 'n'"):
-        mc.merge(runs, key="k", row_kind="op", merge=mc.Aggregate({"n": "product"}, default="last_value")).read_all()
+    with pytest.raises(mc.InvalidInputError, match="aggregate function 'max' of column 'n'.*fields.n.ignore-retract"):
+        mc.merge(runs, key="k", row_kind="op", merge=mc.Aggregate({"n": "max"}, default="last_value")).read_all()
 
 
 @pytest.mark.parametrize("typ, big", [(pa.int64(), 2**62), (pa.int8(), 100), (pa.uint16(), 40000)])
 def test_sum_overflow_is_an_error_naming_key_and_column(typ, big):
     run = pa.table({"k": pa.array([7], pa.int64()), "n": pa.array([big], typ)})
-    with pytest.raises(mc.InvalidInputError, match=r"key \(7\): sum of column 'n' overflows"):
+    with pytest.raises(mc.InvalidInputError, match=r"run 1, row 0, key \(7\): sum of column 'n' overflows"):
         mc.merge([run, run, run], key="k", merge=mc.Aggregate({"n": "sum"})).read_all()
 
 
@@ -168,7 +219,7 @@ def test_sum_min_max_over_numeric_types(typ):
         (mc.Aggregate({"n": "listagg"}), "'listagg' does not apply to column 'n'"),
         (mc.Aggregate({"n": "bool_and"}), "'bool_and' does not apply"),
         (mc.Aggregate({"n": "median"}), "unknown aggregate function 'median'"),
-        (mc.Aggregate(default="sum"), "the default; name a function for this column"),
+        (mc.Aggregate(default="sum"), "it is the default function; name a function for this column"),
         (mc.Aggregate({"n": {"function": "sum", "color": 1}}), "has no option 'color'"),
     ],
 )

@@ -78,7 +78,7 @@ def test_stats_and_repr():
         ([t([1])], {"batch_size": 0}, "batch_size"),
         ([t([1])], {"sequence": "k"}, "both a key and a sequence"),
         ([pa.table({"k": [1], "op": ["+X"]})], {"row_kind": "op"}, r"run 0, row 0: unknown row kind '\+X'"),
-        ([pa.table({"k": [1], "s": pa.array([None], pa.int64())})], {"sequence": "s"}, "null in sequence column 's'"),
+        ([t([1])], {"sequence": "v", "sequence_order": "up"}, "sequence_order must be 'ascending' or 'descending'"),
     ],
 )
 def test_bad_input_raises_a_clear_value_error(runs, kwargs, message):

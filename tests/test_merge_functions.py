@@ -128,13 +128,15 @@ def test_one_long_run_beside_many_short_ones():
         assert got == want
 
 
-def test_sequence_ties_fall_back_to_run_order_and_retract_first():
+def test_sequence_ties_fall_back_to_run_order():
+    """Equal sequence values: the later write is newer (Paimon orders them by
+    _SEQUENCE_NUMBER, the order of writing), retract or not."""
     a = [{"k": 1, "v": 0, "seq": 5, "op": "+I"}]
-    b = [{"k": 1, "v": 1, "seq": 5, "op": "-D"}]  # newer run, same sequence, but a retract
+    b = [{"k": 1, "v": 1, "seq": 5, "op": "-D"}]  # newer run, same sequence
     got = rows_of(mc.merge([table_of(a, schema()), table_of(b, schema())], key="k", sequence="seq", row_kind="op"))
-    assert got == [{"k": 1, "v": 0, "seq": 5, "op": "+I"}]  # retract before add: the add is newest
-    got = rows_of(mc.merge([table_of(a, schema()), table_of(b, schema())], key="k", row_kind="op"))
-    assert got == []  # no sequence: the later run is newer and deletes the key
+    assert got == []
+    got = rows_of(mc.merge([table_of(b, schema()), table_of(a, schema())], key="k", sequence="seq", row_kind="op"))
+    assert got == [{"k": 1, "v": 0, "seq": 5, "op": "+I"}]
 
 
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
@@ -150,10 +152,10 @@ def test_loser_tree_and_heap_count_comparisons(algorithm):
         assert per_row > 5  # the heap's sift-down pays two comparisons a level
 
 
-def test_aggregate_keeps_the_newest_sequence_even_when_it_is_a_retract():
-    """A sequence column is not aggregated: the folded row carries the newest version's
-    sequence, so that it sorts after every version it replaces (a retract with a
-    non-null sequence once made it null, and a table compaction then failed)."""
+def test_aggregate_folds_a_sequence_column_as_last_value():
+    """A sequence column is aggregated with last_value, as Paimon's: a newest retract
+    makes it null (a table's own sequence numbers are a system sequence instead, which
+    always takes the newest version's value)."""
     schema = pa.schema([("k", pa.int64()), ("n", pa.int64()), ("seq", pa.int64()), ("op", pa.string())])
     runs = [
         pa.table({"k": [1, 2], "n": [5, 1], "seq": [1, 1], "op": ["+I", "+I"]}, schema=schema),
@@ -164,4 +166,4 @@ def test_aggregate_keeps_the_newest_sequence_even_when_it_is_a_retract():
         out = mc.merge(
             runs, key="k", sequence="seq", row_kind="op", merge=mc.Aggregate({"n": "sum"}), algorithm=algorithm
         )
-        assert out.read_all().to_pydict() == {"k": [1, 2], "n": [7, 2], "seq": [3, 2], "op": ["+I", "+I"]}
+        assert out.read_all().to_pydict() == {"k": [1, 2], "n": [7, 2], "seq": [None, 2], "op": ["+I", "+I"]}

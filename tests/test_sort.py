@@ -130,8 +130,8 @@ def test_folding_sort_equals_merge_of_the_same_versions(versions, merge, with_se
     except mc.InvalidInputError:
         want = None
     for limit in ("64MiB", 600):
-        buffer = mc.SortBuffer(SCHEMA, key="k", memory_limit=limit, max_fan_in=fan_in, batch_size=5, **kwargs)
         try:
+            buffer = mc.SortBuffer(SCHEMA, key="k", memory_limit=limit, max_fan_in=fan_in, batch_size=5, **kwargs)
             for run in runs:
                 for batch in run.to_batches(max_chunksize=7):
                     buffer.write(batch)

@@ -58,14 +58,14 @@ class Model:
 
     def add(self, rows: list[dict]) -> None:
         w = len(self.writes)
-        # The table orders versions by sequence, then by write, and within one write as
-        # mc.merge does (retract before add on equal sequence, then arrival).
-        self.writes.append([{**r, "w": w, "add": not oracle.is_retract(r["op"]), "pos": i} for i, r in enumerate(rows)])
+        # The table orders versions by sequence, then by the order of writing (Paimon's
+        # _SEQUENCE_NUMBER): by write, then by position within the write.
+        self.writes.append([{**r, "w": w, "pos": i} for i, r in enumerate(rows)])
 
     def expected(self, upto: int | None = None) -> list[dict]:
         runs = self.writes[:upto]
         name, options = oracle_spec(self.config)
-        sequence = ["ts", "w", "add", "pos"] if self.config["sequence"] else []
+        sequence = ["ts", "w", "pos"] if self.config["sequence"] else []
         merged = oracle.merge(
             runs, key=["p", "k"], sequence=sequence, row_kind="op", merge=name, key_order=nulls_last, **options
         )

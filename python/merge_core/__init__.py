@@ -13,9 +13,10 @@ from collections.abc import Iterable
 from typing import Any, Literal
 
 from . import _native
-from ._inputs import as_stream_sources, column_names
+from ._inputs import as_stream_sources, column_names, is_descending
 from ._native import Stream
 from ._options import Aggregate, Deduplicate, FirstRow, MergeSpec, PartialUpdate, merge_spec
+from ._paimon_options import PaimonMerge, merge_from_paimon_options, paimon_options
 from ._sort import SortBuffer, sort
 from .errors import (
     CommitConflictError,
@@ -41,6 +42,7 @@ def merge(
     merge: MergeSpec = "deduplicate",
     algorithm: Algorithm = "loser-tree",
     batch_size: int = 8192,
+    sequence_order: Literal["ascending", "descending"] = "ascending",
 ) -> Stream:
     """Merge sorted runs key by key, folding the versions of each key.
 
@@ -50,7 +52,9 @@ def merge(
             ``__arrow_c_stream__`` (polars, DuckDB, DataFusion). Each must be sorted
             ascending by ``key``, with each key at most once unless ``merge="none"``.
         key: the key column, or several (compared column by column).
-        sequence: column(s) ordering the versions of a key; without it a later run is newer.
+        sequence: column(s) ordering the versions of a key (Paimon's ``sequence.field``): a
+            higher value is newer, a null older than any value, equal values fall back to
+            run order; without it a later run is newer.
         row_kind: a column of row kinds (``+I``, ``-U``, ``+U``, ``-D`` or codes 0..3).
         merge: how the versions of a key fold: ``"deduplicate"``, ``"first-row"``,
             ``"partial-update"``, ``"aggregate"`` (or the option objects
@@ -58,6 +62,8 @@ def merge(
             or ``"none"`` to keep every row.
         algorithm: ``"loser-tree"`` (Paimon's) or ``"heap"`` (the baseline); the output is the same.
         batch_size: rows per output batch (the last may be shorter).
+        sequence_order: ``"descending"`` makes a *lower* sequence value newer (Paimon's
+            ``sequence.field.sort-order``).
 
     Returns:
         A lazy :class:`Stream` of record batches; the merge runs as it is consumed.
@@ -73,8 +79,10 @@ def merge(
     keys = column_names(key, "key")
     sequences = column_names(sequence, "sequence")
     spec = merge_spec(merge)
+    descending = is_descending(sequence_order)
     try:
-        return _native.merge(as_stream_sources(runs), keys, sequences, row_kind, spec, algorithm, batch_size)
+        sources = as_stream_sources(runs)
+        return _native.merge(sources, keys, sequences, descending, row_kind, spec, algorithm, batch_size)
     except ValueError as e:
         if isinstance(e, MergeCoreError):
             raise
@@ -90,6 +98,9 @@ __all__ = [
     "FirstRow",
     "PartialUpdate",
     "Aggregate",
+    "PaimonMerge",
+    "merge_from_paimon_options",
+    "paimon_options",
     "MergeCoreError",
     "InvalidInputError",
     "SpillError",

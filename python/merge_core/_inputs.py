@@ -109,3 +109,10 @@ def column_names(value: str | Iterable[str] | None, what: str) -> list[str]:
     if not all(isinstance(n, str) for n in names):
         raise InvalidInputError(f"{what} must be a column name or a list of column names")
     return names
+
+
+def is_descending(sequence_order: str) -> bool:
+    """``sequence_order`` checked: ``"ascending"`` (a higher sequence is newer) or ``"descending"``."""
+    if sequence_order not in ("ascending", "descending"):
+        raise InvalidInputError(f"sequence_order must be 'ascending' or 'descending', got {sequence_order!r}")
+    return sequence_order == "descending"

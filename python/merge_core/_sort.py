@@ -10,7 +10,7 @@ from typing import Any
 import pyarrow as pa
 
 from . import _native
-from ._inputs import as_stream_source, column_names
+from ._inputs import as_stream_source, column_names, is_descending
 from ._native import Stream
 from ._options import MergeSpec, merge_spec
 from .errors import InvalidInputError
@@ -49,7 +49,18 @@ def parse_size(value: int | str | None, what: str) -> int | None:
 
 
 def _native_options(
-    key, sequence, row_kind, merge, memory_limit, spill_dir, spill_compression, max_fan_in, max_disk_size, batch_size
+    key,
+    sequence,
+    row_kind,
+    merge,
+    memory_limit,
+    spill_dir,
+    spill_compression,
+    max_fan_in,
+    max_disk_size,
+    batch_size,
+    sequence_order="ascending",
+    system_sequence=None,
 ) -> dict[str, Any]:
     """The options checked and normalised, as the dict the native module reads."""
     if not isinstance(batch_size, int) or batch_size < 1:
@@ -59,6 +70,8 @@ def _native_options(
     return {
         "key": column_names(key, "key"),
         "sequence": column_names(sequence, "sequence"),
+        "descending": is_descending(sequence_order),
+        "system_sequence": system_sequence,
         "row_kind": row_kind,
         "merge": None if merge is None else merge_spec(merge),
         "memory_limit": parse_size(memory_limit, "memory_limit"),
@@ -104,6 +117,7 @@ class SortBuffer:
         sequence: str | Iterable[str] | None = None,
         row_kind: str | None = None,
         batch_size: int = 8192,
+        sequence_order: str = "ascending",
     ) -> None:
         options = _native_options(
             key,
@@ -116,6 +130,7 @@ class SortBuffer:
             max_fan_in,
             max_disk_size,
             batch_size,
+            sequence_order,
         )
         try:
             self._native = _native.SortBuffer(schema, options)
@@ -190,6 +205,7 @@ def sort(
     sequence: str | Iterable[str] | None = None,
     row_kind: str | None = None,
     batch_size: int = 8192,
+    sequence_order: str = "ascending",
 ) -> Stream:
     """Sort an Arrow-tabular ``source`` by ``key`` within ``memory_limit`` (see :class:`SortBuffer`).
 
@@ -212,6 +228,7 @@ def sort(
         max_fan_in,
         max_disk_size,
         batch_size,
+        sequence_order,
     )
     stream_source = as_stream_source(source)
     if stream_source is None:

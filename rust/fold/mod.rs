@@ -2,17 +2,42 @@
 //! engines). [`MergeFunction`] is what the user asks for; [`Folder`] is that request
 //! checked against the schema, which folds each complete key group (in version order)
 //! into the output builder.
+//!
+//! Every function folds as Paimon's read path does:
+//! 1. `ignore_delete` drops retracts before anything else sees them (Paimon's writer drops
+//!    them before they are stored);
+//! 2. a key with a single version passes through untouched, whatever its kind (Paimon's
+//!    `ReducerMergeFunctionWrapper`): no function ever sees it alone;
+//! 3. the function folds two versions or more into one row and its kind;
+//! 4. a row whose kind is a retract is not output (Paimon's read drops them), unless
+//!    deduplicate keeps deletes (`drop_deletes: false`).
 
+pub(crate) mod accumulator;
 mod aggregate;
+mod partial_update;
 pub(crate) mod value;
 
-use crate::builder::{NewestRule, OutputBuilder, Sink};
-use crate::error::{invalid, Result, RowLocation};
+use arrow_schema::Field;
+
+use crate::builder::{OutputBuilder, Sink};
+use crate::error::{invalid, MergeError, Result, RowLocation};
 use crate::run::Layout;
 use crate::store::{BatchStore, RowRef};
 use crate::version::RowKind;
+use accumulator::{AccError, Cx, Output};
+pub use accumulator::{AggFunction, AggregateField};
 use aggregate::Aggregator;
-pub use aggregate::{AggFunction, AggregateField};
+use partial_update::PartialUpdater;
+
+/// A partial-update sequence group: `ordering` columns decide whether a version is newer
+/// for the `fields` they protect (Paimon's `fields.<ordering>.sequence-group = <fields>`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SequenceGroup {
+    /// The columns ordering the group, compared one after the other (a null is oldest).
+    pub ordering: Vec<String>,
+    /// The columns the group updates.
+    pub fields: Vec<String>,
+}
 
 /// How the versions of a key are folded.
 #[derive(Debug, Clone, PartialEq)]
@@ -21,22 +46,33 @@ pub enum MergeFunction {
     None,
     /// The newest version wins; a newest retract deletes the key.
     Deduplicate {
-        /// Discard retracts before folding.
+        /// Drop retracts before folding.
         ignore_delete: bool,
         /// Drop deleted keys (`true`) or keep them as one `-D` row.
         drop_deletes: bool,
     },
     /// The oldest add wins.
     FirstRow {
-        /// Skip retracts instead of failing on them.
+        /// Drop retracts before folding (otherwise two versions or more with a retract
+        /// among them are an error).
         ignore_delete: bool,
     },
-    /// Every non-key column takes its newest non-null value among the adds.
+    /// Every non-key column takes its newest non-null value, or follows its sequence
+    /// group or aggregate function.
     PartialUpdate {
-        /// Skip retracts instead of failing on them.
+        /// Drop retracts before folding.
         ignore_delete: bool,
-        /// A `-D` clears the row so far (and `-U` is skipped).
+        /// A `-D` replaces the row so far by its own values and deletes the key unless
+        /// an add follows (a `-U` is skipped).
         remove_record_on_delete: bool,
+        /// Sequence groups (a retract then clears or retracts its groups' columns).
+        sequence_groups: Vec<SequenceGroup>,
+        /// Aggregate functions of columns in sequence groups (or `last_non_null_value`).
+        fields: Vec<(String, AggregateField)>,
+        /// The function of columns not in `fields` (Paimon's `fields.default-aggregate-function`).
+        default: Option<AggregateField>,
+        /// Ordering columns whose group, when a `-D` is newer for it, deletes the whole row.
+        remove_record_on_sequence_group: Vec<String>,
     },
     /// A function per non-key column.
     Aggregate {
@@ -44,8 +80,11 @@ pub enum MergeFunction {
         fields: Vec<(String, AggregateField)>,
         /// The function of columns not named in `fields`.
         default: AggFunction,
-        /// A `-D` clears the row so far.
+        /// A `-D` replaces the row so far by its own values and deletes the key unless
+        /// an add follows.
         remove_record_on_delete: bool,
+        /// Drop retracts before folding.
+        ignore_delete: bool,
     },
 }
 
@@ -56,24 +95,61 @@ impl Default for MergeFunction {
 }
 
 impl MergeFunction {
+    /// Partial-update with Paimon's defaults (newest non-null value per column).
+    pub fn partial_update() -> Self {
+        Self::PartialUpdate {
+            ignore_delete: false,
+            remove_record_on_delete: false,
+            sequence_groups: Vec::new(),
+            fields: Vec::new(),
+            default: None,
+            remove_record_on_sequence_group: Vec::new(),
+        }
+    }
+
+    /// Aggregate with `fields` and `last_non_null_value` for the other columns.
+    pub fn aggregate(fields: Vec<(String, AggregateField)>) -> Self {
+        Self::Aggregate {
+            fields,
+            default: AggFunction::LastNonNullValue,
+            remove_record_on_delete: false,
+            ignore_delete: false,
+        }
+    }
+
     /// Whether a run must hold each key at most once.
     pub(crate) fn folds(&self) -> bool {
         !matches!(self, Self::None)
     }
 
+    fn ignores_deletes(&self) -> bool {
+        match self {
+            Self::None => false,
+            Self::Deduplicate { ignore_delete, .. }
+            | Self::FirstRow { ignore_delete }
+            | Self::PartialUpdate { ignore_delete, .. }
+            | Self::Aggregate { ignore_delete, .. } => *ignore_delete,
+        }
+    }
+
     /// The function for a run that is not the final result, because older runs lie
     /// below it (a spilled run, a table's new run, a partial compaction). Folding such a
-    /// run early is sound only where folding is associative over contiguous versions:
-    /// deduplicate (keeping a newest retract as `-D` so that it still deletes older
-    /// rows), first-row, and partial-update or aggregate over `plain_rows` (rows with
-    /// neither row kinds nor sequence numbers). Otherwise the run is left unfolded.
+    /// run early is sound only where folding contiguous versions first gives the same
+    /// final result: deduplicate (keeping a newest retract as `-D` so that it still
+    /// deletes older rows), and the others when no retract can reach them (`plain_rows`:
+    /// rows with neither row kinds nor sequence numbers, or `ignore_delete`) and, for
+    /// partial-update and aggregate, the order is arrival order. Otherwise the run is left
+    /// unfolded.
     pub fn for_partial_run(&self, plain_rows: bool) -> MergeFunction {
         match self {
             Self::Deduplicate { ignore_delete, .. } => {
                 Self::Deduplicate { ignore_delete: *ignore_delete, drop_deletes: false }
             }
-            Self::FirstRow { .. } | Self::None => self.clone(),
-            Self::PartialUpdate { .. } | Self::Aggregate { .. } if plain_rows => self.clone(),
+            Self::None => Self::None,
+            Self::FirstRow { ignore_delete: true } => self.clone(),
+            Self::FirstRow { .. } | Self::PartialUpdate { .. } | Self::Aggregate { .. } if plain_rows => {
+                self.clone()
+            }
             _ => Self::None,
         }
     }
@@ -90,33 +166,114 @@ impl MergeFunction {
     }
 }
 
+/// Which fold runs for a group of two versions or more.
+enum Engine {
+    None,
+    Deduplicate,
+    FirstRow,
+    PartialUpdate(PartialUpdater),
+    Aggregate(Aggregator),
+}
+
 /// A merge function checked against the runs' columns.
 pub(crate) struct Folder {
-    function: MergeFunction,
-    aggregator: Option<Aggregator>,
-    /// Columns that are neither key nor row kind (partial-update gathers each).
+    engine: Engine,
+    ignore_delete: bool,
+    /// Deleted keys are output as one `-D` row (deduplicate's `drop_deletes: false`).
+    keep_deletes: bool,
+    /// Columns that are neither key nor row kind, in schema order: the columns the
+    /// partial-update and aggregate folds read value by value (their view slots).
     value_columns: Vec<usize>,
+}
+
+/// Which fold paths a [`Folder`] may take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Paths {
+    /// The general path where it must, shortcuts where they give the same result.
+    Fast,
+    /// The general path only (for tests that prove the shortcuts equal to it).
+    #[cfg_attr(not(test), allow(dead_code))]
+    General,
+}
+
+/// The schema facts every fold is set up from.
+pub(crate) struct Columns<'a> {
+    pub layout: &'a Layout,
+    /// The value columns (see [`Folder::value_columns`]).
+    pub values: &'a [usize],
+    pub paths: Paths,
+}
+
+impl Columns<'_> {
+    fn field(&self, index: usize) -> &Field {
+        self.layout.schema.field(index)
+    }
+
+    /// The position of a value column among the views.
+    fn slot(&self, index: usize) -> usize {
+        self.values.iter().position(|&v| v == index).expect("a value column")
+    }
+
+    /// The index of column `name`, which must be a value column (`what` names the option).
+    fn value_column(&self, name: &str, what: &str) -> Result<usize> {
+        let schema = &self.layout.schema;
+        let index = schema.index_of(name).map_err(|_| invalid!("{what} names unknown column '{name}'"))?;
+        let role = if self.layout.key.contains(&index) {
+            "key"
+        } else if self.layout.row_kind == Some(index) {
+            "row-kind"
+        } else if self.system_sequence() == Some(index) {
+            "system sequence"
+        } else {
+            return Ok(index);
+        };
+        Err(invalid!("{what} names the {role} column '{name}', which is not a value column"))
+    }
+
+    /// The system sequence column (after the user sequence columns), if any.
+    fn system_sequence(&self) -> Option<usize> {
+        self.layout.sequence.get(self.layout.order.user_fields).copied()
+    }
+
+    fn user_sequence(&self) -> &[usize] {
+        &self.layout.sequence[..self.layout.order.user_fields]
+    }
 }
 
 impl Folder {
     pub(crate) fn new(function: MergeFunction, layout: &Layout) -> Result<Self> {
-        let aggregator = match &function {
-            MergeFunction::Aggregate { fields, default, .. } => {
-                Some(Aggregator::new(fields, *default, layout)?)
-            }
-            _ => None,
-        };
-        let value_columns = (0..layout.schema.fields().len())
+        Self::with_paths(function, layout, Paths::Fast)
+    }
+
+    pub(crate) fn with_paths(function: MergeFunction, layout: &Layout, paths: Paths) -> Result<Self> {
+        let value_columns: Vec<usize> = (0..layout.schema.fields().len())
             .filter(|c| !layout.key.contains(c) && layout.row_kind != Some(*c))
             .collect();
-        Ok(Self { function, aggregator, value_columns })
+        let columns = Columns { layout, values: &value_columns, paths };
+        let engine = match &function {
+            MergeFunction::None => Engine::None,
+            MergeFunction::Deduplicate { .. } => Engine::Deduplicate,
+            MergeFunction::FirstRow { .. } => {
+                if !columns.user_sequence().is_empty() {
+                    return Err(invalid!(
+                        "merge function 'first-row' takes no sequence columns (as Paimon's)"
+                    ));
+                }
+                Engine::FirstRow
+            }
+            MergeFunction::PartialUpdate { .. } => {
+                Engine::PartialUpdate(PartialUpdater::new(&function, &columns)?)
+            }
+            MergeFunction::Aggregate { .. } => Engine::Aggregate(Aggregator::new(&function, &columns)?),
+        };
+        let keep_deletes = matches!(function, MergeFunction::Deduplicate { drop_deletes: false, .. });
+        Ok(Self { engine, ignore_delete: function.ignores_deletes(), keep_deletes, value_columns })
     }
 
     /// The columns the fold reads value by value (`Layout::view_columns`).
     pub(crate) fn view_columns(&self) -> Vec<usize> {
-        match (&self.function, &self.aggregator) {
-            (_, Some(aggregator)) => aggregator.view_columns(),
-            (MergeFunction::PartialUpdate { .. }, _) => self.value_columns.clone(),
+        match self.engine {
+            Engine::PartialUpdate(_) | Engine::Aggregate(_) => self.value_columns.clone(),
             _ => Vec::new(),
         }
     }
@@ -124,7 +281,7 @@ impl Folder {
     /// Whether output values can be null where the input's were not (so the output
     /// schema must make those columns nullable).
     pub(crate) fn may_add_nulls(&self) -> bool {
-        matches!(self.function, MergeFunction::PartialUpdate { .. } | MergeFunction::Aggregate { .. })
+        matches!(self.engine, Engine::PartialUpdate(_) | Engine::Aggregate(_))
     }
 
     /// The output sink of every column.
@@ -135,14 +292,12 @@ impl Folder {
                     Sink::RowKind
                 } else if layout.key.contains(&c) {
                     Sink::Whole
-                } else if let Some(aggregator) = &self.aggregator {
-                    aggregator.sink(c)
-                } else if matches!(self.function, MergeFunction::PartialUpdate { .. }) {
-                    let slot = self.value_columns.iter().position(|&v| v == c).expect("a value column");
-                    // The newest non-null value among the adds.
-                    Sink::Newest(NewestRule { slot, skip_nulls: true, skip_retracts: true })
                 } else {
-                    Sink::Whole
+                    match &self.engine {
+                        Engine::PartialUpdate(updater) => updater.sink(c),
+                        Engine::Aggregate(aggregator) => aggregator.sink(c),
+                        _ => Sink::Whole,
+                    }
                 }
             })
             .collect()
@@ -150,80 +305,68 @@ impl Folder {
 
     /// Folds one key group (in version order) into `out`.
     pub(crate) fn fold(&self, group: &[RowRef], store: &BatchStore, out: &mut OutputBuilder) -> Result<()> {
-        match self.function {
-            MergeFunction::None => group.iter().for_each(|&r| out.push(r, store.kind(r))),
-            MergeFunction::Deduplicate { ignore_delete, drop_deletes } => {
-                let newest = if ignore_delete {
-                    group.iter().rev().find(|&&r| !store.kind(r).is_retract())
-                } else {
-                    group.last()
-                };
-                let Some(&newest) = newest else { return Ok(()) };
+        if let Engine::None = self.engine {
+            group.iter().for_each(|&r| out.push(r, store.kind(r)));
+            return Ok(());
+        }
+        let adds: Vec<RowRef>;
+        let rows = if self.ignore_delete && group.iter().any(|&r| store.kind(r).is_retract()) {
+            adds = group.iter().copied().filter(|&r| !store.kind(r).is_retract()).collect();
+            &adds[..]
+        } else {
+            group
+        };
+        match rows {
+            [] => Ok(()),
+            [single] => self.pass_through(*single, store, out),
+            _ => self.fold_versions(rows, store, out),
+        }
+    }
+
+    /// A key's only version, untouched: output as it is if it is an add.
+    fn pass_through(&self, row: RowRef, store: &BatchStore, out: &mut OutputBuilder) -> Result<()> {
+        let kind = store.kind(row);
+        if kind.is_retract() {
+            if self.keep_deletes {
+                out.push(row, RowKind::Delete);
+            }
+            return Ok(());
+        }
+        out.push(row, RowKind::Insert);
+        match &self.engine {
+            Engine::PartialUpdate(updater) => updater.pass_through(row, store, out),
+            Engine::Aggregate(aggregator) => aggregator.pass_through(row, store, out),
+            _ => Ok(()),
+        }
+    }
+
+    fn fold_versions(&self, rows: &[RowRef], store: &BatchStore, out: &mut OutputBuilder) -> Result<()> {
+        match &self.engine {
+            Engine::None => unreachable!("handled by fold"),
+            Engine::Deduplicate => {
+                let newest = *rows.last().expect("two versions or more");
                 if !store.kind(newest).is_retract() {
                     out.push(newest, RowKind::Insert);
-                } else if !drop_deletes {
+                } else if self.keep_deletes {
                     out.push(newest, RowKind::Delete);
                 }
+                Ok(())
             }
-            MergeFunction::FirstRow { ignore_delete } => {
-                if !ignore_delete {
-                    refuse_retracts(group, store, "first-row", "set ignore_delete=True to skip retracts")?;
+            Engine::FirstRow => {
+                if let Some(&r) = rows.iter().find(|&&r| store.kind(r).is_retract()) {
+                    return Err(invalid!(
+                        "{}: merge function 'first-row' cannot take a retract ({}) among several versions of \
+                         a key; set ignore_delete=True to drop retracts (Paimon: 'ignore-delete')",
+                        location(store, r),
+                        store.kind(r).as_str()
+                    ));
                 }
-                if let Some(&oldest) = group.iter().find(|&&r| !store.kind(r).is_retract()) {
-                    out.push(oldest, RowKind::Insert);
-                }
+                out.push(rows[0], RowKind::Insert);
+                Ok(())
             }
-            MergeFunction::PartialUpdate { ignore_delete, remove_record_on_delete } => {
-                if !ignore_delete && !remove_record_on_delete {
-                    refuse_retracts(
-                        group,
-                        store,
-                        "partial-update",
-                        "set ignore_delete=True or remove_record_on_delete=True",
-                    )?;
-                }
-                // A -D clears everything before it; other retracts are skipped.
-                let live = if remove_record_on_delete && !ignore_delete {
-                    after_last_delete(group, store)
-                } else {
-                    group
-                };
-                self.partial_update(live, store, out);
-            }
-            MergeFunction::Aggregate { remove_record_on_delete, .. } => {
-                let live = if remove_record_on_delete { after_last_delete(group, store) } else { group };
-                let aggregator = self.aggregator.as_ref().expect("built with the function");
-                aggregator.fold(live, store, out)?;
-            }
+            Engine::PartialUpdate(updater) => updater.fold(rows, store, out),
+            Engine::Aggregate(aggregator) => aggregator.fold(rows, store, out),
         }
-        Ok(())
-    }
-
-    /// The value columns are `Newest` sinks: the builder picks each one's value.
-    fn partial_update(&self, rows: &[RowRef], store: &BatchStore, out: &mut OutputBuilder) {
-        let Some(&newest) = rows.iter().rev().find(|&&r| !store.kind(r).is_retract()) else { return };
-        out.push(newest, RowKind::Insert);
-        out.candidates(rows);
-    }
-}
-
-/// The rows after the group's last `-D` (all of them if there is none).
-fn after_last_delete<'a>(group: &'a [RowRef], store: &BatchStore) -> &'a [RowRef] {
-    match group.iter().rposition(|&r| store.kind(r) == RowKind::Delete) {
-        Some(last) => &group[last + 1..],
-        None => group,
-    }
-}
-
-/// Fails on the first retract of `group`, naming the function and what to set.
-fn refuse_retracts(group: &[RowRef], store: &BatchStore, function: &str, hint: &str) -> Result<()> {
-    match group.iter().find(|&&r| store.kind(r).is_retract()) {
-        None => Ok(()),
-        Some(&r) => Err(invalid!(
-            "{}: merge function '{function}' cannot take a retract ({}); {hint}",
-            location(store, r),
-            store.kind(r).as_str()
-        )),
     }
 }
 
@@ -231,4 +374,59 @@ fn refuse_retracts(group: &[RowRef], store: &BatchStore, function: &str, hint: &
 pub(crate) fn location(store: &BatchStore, r: RowRef) -> RowLocation {
     let v = store.version(r);
     RowLocation { run: v.run, row: v.position }
+}
+
+/// The sink of a column whose value an accumulator decides.
+fn sink_of(output: Output, data_type: &arrow_schema::DataType) -> Sink {
+    match output {
+        Output::Pick => Sink::Gather(Vec::new()),
+        Output::Compute => Sink::Computed(value::Computed::for_type(data_type)),
+        Output::Items => Sink::Items(Default::default()),
+    }
+}
+
+/// An accumulator's failure as a merge error naming the row, key, column and function.
+fn acc_error(
+    e: AccError,
+    column: &str,
+    function: AggFunction,
+    store: &BatchStore,
+    row: RowRef,
+    key: &[usize],
+) -> MergeError {
+    let at = format!("{}, key ({})", location(store, row), key_text(store, row, key));
+    let name = function.name();
+    match e {
+        AccError::CannotRetract => invalid!(
+            "{at}: aggregate function '{name}' of column '{column}' cannot take a retract ({}); set \
+             ignore_retract for that field (Paimon: 'fields.{column}.ignore-retract')",
+            store.kind(row).as_str()
+        ),
+        AccError::Overflow => invalid!("{at}: {name} of column '{column}' overflows its type"),
+        AccError::Division => invalid!(
+            "{at}: {name} of column '{column}' cannot take this retract back: it divides by zero or gives a \
+             decimal that does not terminate"
+        ),
+    }
+}
+
+/// The key of `row`, for messages.
+fn key_text(store: &BatchStore, row: RowRef, key: &[usize]) -> String {
+    let stored = store.get(row.batch);
+    let key = key.iter().map(|&k| {
+        let column = stored.batch.column(k);
+        match value::read(column.as_ref(), row.row as usize) {
+            Some(value::Value::Bytes(b)) => format!("'{}'", String::from_utf8_lossy(b)),
+            Some(value::Value::Int(v)) => v.to_string(),
+            Some(value::Value::Float(v)) => v.to_string(),
+            Some(value::Value::Bool(v)) => v.to_string(),
+            None => "?".into(),
+        }
+    });
+    key.collect::<Vec<_>>().join(", ")
+}
+
+/// The view of `cx` for column `index` at `slot`.
+fn cx(store: &BatchStore, index: usize, slot: usize) -> Cx<'_> {
+    Cx { store, slot, column: index }
 }

@@ -28,8 +28,8 @@ pub(crate) enum Value<'a> {
 }
 
 impl Value<'_> {
-    /// The order min and max use: numbers by value (floats by IEEE total order), bytes
-    /// lexicographically.
+    /// Numbers by value (floats by IEEE total order), bytes lexicographically (min and
+    /// max use [`super::accumulator::java_compare`], which orders NaNs as Java does).
     pub(crate) fn compare(&self, other: &Self) -> Ordering {
         match (self, other) {
             (Value::Int(a), Value::Int(b)) => a.cmp(b),
@@ -37,16 +37,6 @@ impl Value<'_> {
             (Value::Bytes(a), Value::Bytes(b)) => a.cmp(b),
             (Value::Bool(a), Value::Bool(b)) => a.cmp(b),
             _ => Ordering::Equal, // one column has one type
-        }
-    }
-
-    /// For error messages.
-    pub(crate) fn display(&self) -> String {
-        match self {
-            Value::Int(v) => v.to_string(),
-            Value::Float(v) => v.to_string(),
-            Value::Bytes(b) => format!("'{}'", String::from_utf8_lossy(b)),
-            Value::Bool(b) => b.to_string(),
         }
     }
 }
@@ -174,27 +164,6 @@ impl ColumnView {
             Self::Other { array, .. } => read(array.as_ref(), row),
         }
     }
-}
-
-/// Whether `v` fits a column of `data_type` (integer range, decimal precision).
-pub(crate) fn int_fits(data_type: &DataType, v: i128) -> bool {
-    use DataType::*;
-    let (lo, hi): (i128, i128) = match data_type {
-        Int8 => (i8::MIN.into(), i8::MAX.into()),
-        Int16 => (i16::MIN.into(), i16::MAX.into()),
-        Int32 => (i32::MIN.into(), i32::MAX.into()),
-        Int64 => (i64::MIN.into(), i64::MAX.into()),
-        UInt8 => (0, u8::MAX.into()),
-        UInt16 => (0, u16::MAX.into()),
-        UInt32 => (0, u32::MAX.into()),
-        UInt64 => (0, u64::MAX.into()),
-        Decimal128(p, _) => {
-            let bound = 10i128.pow(u32::from(*p));
-            (-bound + 1, bound - 1)
-        }
-        _ => (i128::MIN, i128::MAX),
-    };
-    (lo..=hi).contains(&v)
 }
 
 /// Results of a computing aggregate, one per output row, until the batch is built.

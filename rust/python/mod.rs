@@ -11,6 +11,7 @@ mod table;
 
 use pyo3::prelude::*;
 
+use crate::version::VersionColumns;
 use crate::MergeOptions;
 use errors::{guard, to_py_err};
 use stream::PyStream;
@@ -18,12 +19,13 @@ use stream::PyStream;
 /// Merges sorted runs (objects with `__arrow_c_stream__`, or `IterableRun`s) into a lazy stream.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)] // mirrors the Python signature one to one
-#[pyo3(signature = (runs, key, sequence, row_kind, merge, algorithm, batch_size))]
+#[pyo3(signature = (runs, key, sequence, descending, row_kind, merge, algorithm, batch_size))]
 fn merge(
     py: Python<'_>,
     runs: Vec<Bound<'_, PyAny>>,
     key: Vec<String>,
     sequence: Vec<String>,
+    descending: bool,
     row_kind: Option<String>,
     merge: &Bound<'_, PyAny>,
     algorithm: &str,
@@ -32,8 +34,7 @@ fn merge(
     let runs = runs.iter().map(inputs::read_run).collect::<PyResult<Vec<_>>>()?;
     let options = MergeOptions {
         key,
-        sequence,
-        row_kind,
+        versions: VersionColumns { sequence, descending, system_sequence: None, row_kind },
         merge: options::merge_function(merge)?,
         algorithm: algorithm.parse().map_err(|e| to_py_err(py, e))?,
         batch_size,

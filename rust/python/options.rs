@@ -6,7 +6,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::fold::{AggFunction, AggregateField, MergeFunction};
+use crate::fold::{AggFunction, AggregateField, MergeFunction, SequenceGroup};
 
 fn bad(msg: String) -> PyErr {
     // Raised before any merge work; the Python wrapper re-raises it as InvalidInputError.
@@ -64,14 +64,47 @@ pub(crate) fn merge_function(spec: &Bound<'_, PyAny>) -> PyResult<MergeFunction>
             MergeFunction::FirstRow { ignore_delete: spec.flag("ignore_delete")? }
         }
         "partial-update" => {
-            spec.check_keys(&["function", "ignore_delete", "remove_record_on_delete"])?;
+            spec.check_keys(&[
+                "function",
+                "ignore_delete",
+                "remove_record_on_delete",
+                "sequence_groups",
+                "fields",
+                "default",
+                "remove_record_on_sequence_group",
+            ])?;
+            let groups: Vec<(Vec<String>, Vec<String>)> = match spec.get("sequence_groups")? {
+                Some(g) => g.extract().map_err(|_| {
+                    bad("sequence_groups must be a list of (ordering columns, protected columns) pairs"
+                        .into())
+                })?,
+                None => Vec::new(),
+            };
             MergeFunction::PartialUpdate {
                 ignore_delete: spec.flag("ignore_delete")?,
                 remove_record_on_delete: spec.flag("remove_record_on_delete")?,
+                sequence_groups: groups
+                    .into_iter()
+                    .map(|(ordering, fields)| SequenceGroup { ordering, fields })
+                    .collect(),
+                fields: match spec.get("fields")? {
+                    Some(f) => aggregate_fields(&f)?,
+                    None => Vec::new(),
+                },
+                default: match spec.get("default")? {
+                    Some(d) if !d.is_none() => Some(aggregate_field("the default", &d)?),
+                    _ => None,
+                },
+                remove_record_on_sequence_group: match spec.get("remove_record_on_sequence_group")? {
+                    Some(names) => names.extract().map_err(|_| {
+                        bad("remove_record_on_sequence_group must be a list of column names".into())
+                    })?,
+                    None => Vec::new(),
+                },
             }
         }
         "aggregate" | "aggregation" => {
-            spec.check_keys(&["function", "fields", "default", "remove_record_on_delete"])?;
+            spec.check_keys(&["function", "fields", "default", "remove_record_on_delete", "ignore_delete"])?;
             let default = match spec.get("default")? {
                 Some(d) => agg_function(&d)?,
                 None => AggFunction::LastNonNullValue,
@@ -84,6 +117,7 @@ pub(crate) fn merge_function(spec: &Bound<'_, PyAny>) -> PyResult<MergeFunction>
                 fields,
                 default,
                 remove_record_on_delete: spec.flag("remove_record_on_delete")?,
+                ignore_delete: spec.flag("ignore_delete")?,
             }
         }
         other => {
@@ -101,30 +135,31 @@ fn agg_function(name: &Bound<'_, PyAny>) -> PyResult<AggFunction> {
     name.parse().map_err(|e: crate::MergeError| bad(e.to_string()))
 }
 
-/// `{"col": "sum" | {"function": ..., "delimiter": ..., "ignore_retract": ...}}`
+/// `{"col": "sum" | {"function": ..., "delimiter": ..., "distinct": ..., "ignore_retract": ...}}`
 fn aggregate_fields(fields: &Bound<'_, PyAny>) -> PyResult<Vec<(String, AggregateField)>> {
     let fields = fields.cast::<PyDict>().map_err(|_| bad("aggregate fields must be a dict".into()))?;
     fields
         .iter()
         .map(|(column, field)| {
             let column: String = column.extract()?;
-            let field = match field.cast::<PyDict>() {
-                Err(_) => AggregateField::new(agg_function(&field)?),
-                Ok(dict) => {
-                    let spec = Spec { dict, what: format!("aggregate field '{column}'") };
-                    spec.check_keys(&["function", "delimiter", "ignore_retract"])?;
-                    let function = spec
-                        .get("function")?
-                        .ok_or_else(|| bad(format!("{} lacks 'function'", spec.what)))?;
-                    let mut field = AggregateField::new(agg_function(&function)?);
-                    if let Some(d) = spec.get("delimiter")? {
-                        field.delimiter = d.extract()?;
-                    }
-                    field.ignore_retract = spec.flag("ignore_retract")?;
-                    field
-                }
-            };
+            let field = aggregate_field(&format!("aggregate field '{column}'"), &field)?;
             Ok((column, field))
         })
         .collect()
+}
+
+/// A function name, or a dict of the function and its options.
+fn aggregate_field(what: &str, field: &Bound<'_, PyAny>) -> PyResult<AggregateField> {
+    let Ok(dict) = field.cast::<PyDict>() else { return Ok(AggregateField::new(agg_function(field)?)) };
+    let spec = Spec { dict, what: what.to_string() };
+    spec.check_keys(&["function", "delimiter", "distinct", "ignore_retract"])?;
+    let function = spec.get("function")?.ok_or_else(|| bad(format!("{} lacks 'function'", spec.what)))?;
+    let mut field = AggregateField::new(agg_function(&function)?);
+    if let Some(d) = spec.get("delimiter")? {
+        field.delimiter =
+            d.extract().map_err(|_| bad(format!("{}: delimiter must be a string", spec.what)))?;
+    }
+    field.distinct = spec.flag("distinct")?;
+    field.ignore_retract = spec.flag("ignore_retract")?;
+    Ok(field)
 }

@@ -16,6 +16,7 @@ use super::stream::PyStream;
 use crate::error::MergeError;
 use crate::run::Run;
 use crate::sort::{SortBuffer, SortOptions};
+use crate::version::VersionColumns;
 
 /// The options dict built by the Python wrapper (`merge_core._sort._native_options`).
 fn sort_options(py: Python<'_>, options: &Bound<'_, PyDict>) -> PyResult<SortOptions> {
@@ -26,8 +27,12 @@ fn sort_options(py: Python<'_>, options: &Bound<'_, PyDict>) -> PyResult<SortOpt
     let compression: String = get("spill_compression")?.extract()?;
     Ok(SortOptions {
         key: get("key")?.extract()?,
-        sequence: get("sequence")?.extract()?,
-        row_kind: get("row_kind")?.extract()?,
+        versions: VersionColumns {
+            sequence: get("sequence")?.extract()?,
+            descending: get("descending")?.extract()?,
+            system_sequence: get("system_sequence")?.extract()?,
+            row_kind: get("row_kind")?.extract()?,
+        },
         merge: if merge.is_none() { None } else { Some(merge_function(&merge)?) },
         memory_limit: get("memory_limit")?.extract()?,
         spill_dir: get("spill_dir")?.extract::<Option<PathBuf>>()?,

@@ -13,6 +13,7 @@ use super::inputs::read_run;
 use super::options::merge_function;
 use super::stream::PyStream;
 use crate::groups::{merge_groups as merge_groups_impl, GroupOptions};
+use crate::version::VersionColumns;
 use crate::MergeOptions;
 
 /// The bucket (`0..buckets`, a `pyarrow.UInt32Array`) of each row of `batch` by `key`.
@@ -39,13 +40,15 @@ pub(crate) fn bucket_ids<'py>(
 /// Merges each group of runs on its own into one lazy stream (a table read or compaction).
 #[pyfunction]
 #[allow(clippy::too_many_arguments)] // mirrors the Python call one to one
-#[pyo3(signature = (schema, groups, key, sequence, row_kind, merge, batch_size, columns, partial, stats, threads))]
+#[pyo3(signature = (schema, groups, key, sequence, descending, system_sequence, row_kind, merge, batch_size, columns, partial, stats, threads))]
 pub(crate) fn merge_groups(
     py: Python<'_>,
     schema: &Bound<'_, PyAny>,
     groups: Vec<Vec<Bound<'_, PyAny>>>,
     key: Vec<String>,
     sequence: Vec<String>,
+    descending: bool,
+    system_sequence: Option<String>,
     row_kind: Option<String>,
     merge: &Bound<'_, PyAny>,
     batch_size: usize,
@@ -62,8 +65,7 @@ pub(crate) fn merge_groups(
     let options = GroupOptions {
         merge: MergeOptions {
             key,
-            sequence,
-            row_kind,
+            versions: VersionColumns { sequence, descending, system_sequence, row_kind },
             merge: merge_function(merge)?,
             algorithm: crate::Algorithm::LoserTree,
             batch_size,

@@ -43,7 +43,7 @@ use crate::run::{Layout, Run};
 use crate::spill::{Compression, SpillDir, SpillFile};
 use crate::store::{BatchStore, StoredBatch};
 use crate::stream::{merge_runs, output_schema, MergeOptions, MergeStream, SharedSortStats, SharedStats};
-use crate::version::{first_null, BatchVersions};
+use crate::version::{first_null, BatchVersions, VersionColumns};
 use crate::Algorithm;
 use sorted::{Buffered, SortedBatches};
 
@@ -52,10 +52,8 @@ use sorted::{Buffered, SortedBatches};
 pub struct SortOptions {
     /// Key columns.
     pub key: Vec<String>,
-    /// Columns ordering the versions of a key (empty: arrival order).
-    pub sequence: Vec<String>,
-    /// Column of row kinds.
-    pub row_kind: Option<String>,
+    /// The columns ordering and classifying the versions of a key (none: arrival order).
+    pub versions: VersionColumns,
     /// Fold the versions of each key (`None`: keep every row).
     pub merge: Option<MergeFunction>,
     /// Memory budget in bytes.
@@ -80,8 +78,7 @@ impl SortOptions {
     pub fn new(key: &[&str]) -> Self {
         Self {
             key: key.iter().map(|k| k.to_string()).collect(),
-            sequence: Vec::new(),
-            row_kind: None,
+            versions: VersionColumns::default(),
             merge: None,
             memory_limit: 256 << 20,
             spill_dir: None,
@@ -134,9 +131,8 @@ impl SortBuffer {
         if options.max_fan_in < 2 {
             return Err(invalid!("max_fan_in must be at least 2"));
         }
-        let mut layout =
-            Layout::new(schema.clone(), &options.key, &options.sequence, options.row_kind.as_deref(), false)?;
-        let plain_rows = layout.row_kind.is_none() && layout.sequence.is_empty();
+        let mut layout = Layout::new(schema.clone(), &options.key, &options.versions, false)?;
+        let plain_rows = options.versions.plain();
         let mut function = options.merge.clone().unwrap_or(MergeFunction::None);
         if options.partial {
             function = function.for_partial_run(plain_rows);
@@ -270,7 +266,7 @@ impl SortBuffer {
         let name = |i: usize| layout.schema.field(i).name().as_str();
         let sequence: Vec<_> = layout.sequence.iter().map(|&s| (name(s), batch.column(s))).collect();
         let row_kind = layout.row_kind.map(|r| (name(r), batch.column(r)));
-        let versions = BatchVersions::read(&sequence, row_kind, 0, self.arrival)?;
+        let versions = BatchVersions::read(&sequence, layout.order, row_kind, 0, self.arrival)?;
         let rows = batch.num_rows();
         self.memory += bytes;
         let in_flight = self.in_flight.as_ref().map_or(0, |f| f.bytes);
@@ -449,8 +445,7 @@ impl SortBuffer {
     fn merge_options(&self, merge: MergeFunction, batch_size: usize) -> MergeOptions {
         MergeOptions {
             key: self.options.key.clone(),
-            sequence: self.options.sequence.clone(),
-            row_kind: self.options.row_kind.clone(),
+            versions: self.options.versions.clone(),
             merge,
             algorithm: Algorithm::LoserTree,
             batch_size,

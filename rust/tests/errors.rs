@@ -76,7 +76,7 @@ fn bad_row_kind_names_the_row() {
     cols[3] = Arc::new(StringArray::from(vec!["+I", "?X"]));
     batch = RecordBatch::try_new(schema.clone(), cols).unwrap();
     let mut options = MergeOptions::new(&["k"]);
-    options.row_kind = Some("kind".into());
+    options.versions.row_kind = Some("kind".into());
     let msg = error_of(vec![Run::from_batches(schema, vec![batch])], options);
     assert!(msg.contains("run 0, row 1") && msg.contains("'?X'"), "{msg}");
 }

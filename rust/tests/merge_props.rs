@@ -3,8 +3,8 @@
 
 use proptest::prelude::*;
 
-use super::reference::{expected, rows_of, run, Row};
-use crate::{merge, Algorithm, MergeFunction, MergeOptions, MergeStream};
+use super::reference::{expected, rows_of, run, Order, Row};
+use crate::{merge, AggFunction, AggregateField, Algorithm, MergeFunction, MergeOptions, MergeStream};
 
 const ALGORITHMS: [Algorithm; 2] = [Algorithm::LoserTree, Algorithm::Heap];
 
@@ -14,11 +14,36 @@ fn merge_functions() -> Vec<MergeFunction> {
         all.push(MergeFunction::FirstRow { ignore_delete: a });
         for b in [false, true] {
             all.push(MergeFunction::Deduplicate { ignore_delete: a, drop_deletes: b });
-            all.push(MergeFunction::PartialUpdate { ignore_delete: a, remove_record_on_delete: b });
+            if !(a && b) {
+                let mut pu = MergeFunction::partial_update();
+                if let MergeFunction::PartialUpdate { ignore_delete, remove_record_on_delete, .. } = &mut pu {
+                    (*ignore_delete, *remove_record_on_delete) = (a, b);
+                }
+                all.push(pu);
+            }
+        }
+    }
+    use AggFunction::*;
+    for (function, ignore_retract) in
+        [(Sum, false), (Max, true), (Max, false), (FirstValue, true), (LastValue, false)]
+    {
+        for (ignore_delete, remove_record_on_delete) in [(false, false), (true, false), (false, true)] {
+            if ignore_retract && remove_record_on_delete {
+                continue; // Paimon refuses the pair
+            }
+            let field = AggregateField { ignore_retract, ..AggregateField::new(function) };
+            all.push(MergeFunction::Aggregate {
+                fields: vec![("v".into(), field)],
+                default: LastNonNullValue,
+                remove_record_on_delete,
+                ignore_delete,
+            });
         }
     }
     all
 }
+
+const ORDERS: [Order; 3] = [Order::Arrival, Order::Sequence, Order::SystemSequence];
 
 /// Sorted runs of rows; keys strictly increasing in a run unless `duplicates`.
 fn runs_strategy(max_runs: usize, key_range: i64, duplicates: bool) -> impl Strategy<Value = Vec<Vec<Row>>> {
@@ -60,21 +85,23 @@ fn run_merge(runs: &[Vec<Row>], cuts: &[usize], options: MergeOptions) -> Merged
     try_merge(runs, cuts, options).expect("valid input")
 }
 
-fn options(
-    merge: MergeFunction,
-    algorithm: Algorithm,
-    with_sequence: bool,
-    batch_size: usize,
-) -> MergeOptions {
+fn options(merge: MergeFunction, algorithm: Algorithm, order: Order, batch_size: usize) -> MergeOptions {
     let mut o = MergeOptions::new(&["k"]);
     o.merge = merge;
     o.algorithm = algorithm;
     o.batch_size = batch_size;
-    o.row_kind = Some("kind".into());
-    if with_sequence {
-        o.sequence = vec!["seq".into()];
+    o.versions.row_kind = Some("kind".into());
+    match order {
+        Order::Arrival => {}
+        Order::Sequence => o.versions.sequence = vec!["seq".into()],
+        Order::SystemSequence => o.versions.system_sequence = Some("seq".into()),
     }
     o
+}
+
+/// Merge functions with a sequence column must not be first-row (Paimon refuses it).
+fn applies(merge: &MergeFunction, order: Order) -> bool {
+    !(matches!(merge, MergeFunction::FirstRow { .. }) && order == Order::Sequence)
 }
 
 proptest! {
@@ -84,13 +111,13 @@ proptest! {
     fn engines_match_reference(
         runs in runs_strategy(9, 30, false),
         cuts in prop::collection::vec(0usize..50, 0..4),
-        with_sequence: bool,
+        order in prop::sample::select(ORDERS.to_vec()),
         batch_size in prop_oneof![Just(1usize), Just(7), 1usize..64],
     ) {
-        for merge_fn in merge_functions() {
-            let want = expected(&runs, with_sequence, &merge_fn);
+        for merge_fn in merge_functions().into_iter().filter(|m| applies(m, order)) {
+            let want = expected(&runs, order, &merge_fn);
             for algorithm in ALGORITHMS {
-                let merged = try_merge(&runs, &cuts, options(merge_fn.clone(), algorithm, with_sequence, batch_size));
+                let merged = try_merge(&runs, &cuts, options(merge_fn.clone(), algorithm, order, batch_size));
                 let (got, sizes, stream) = match (&want, merged) {
                     (None, None) => continue,
                     (Some(_), None) => return Err(TestCaseError::fail(format!("{algorithm:?} {merge_fn:?} refused valid input"))),
@@ -114,21 +141,21 @@ proptest! {
     fn duplicates_inside_runs_without_folding(
         runs in runs_strategy(6, 8, true),
         cuts in prop::collection::vec(0usize..50, 0..4),
-        with_sequence: bool,
+        order in prop::sample::select(ORDERS.to_vec()),
     ) {
-        let want = expected(&runs, with_sequence, &MergeFunction::None).unwrap();
+        let want = expected(&runs, order, &MergeFunction::None).unwrap();
         for algorithm in ALGORITHMS {
-            let (got, _, _) = run_merge(&runs, &cuts, options(MergeFunction::None, algorithm, with_sequence, 5));
+            let (got, _, _) = run_merge(&runs, &cuts, options(MergeFunction::None, algorithm, order, 5));
             prop_assert_eq!(&got, &want, "{:?}", algorithm);
         }
     }
 
     #[test]
-    fn many_runs_few_keys(runs in runs_strategy(300, 6, false), with_sequence: bool) {
+    fn many_runs_few_keys(runs in runs_strategy(300, 6, false), order in prop::sample::select(ORDERS.to_vec())) {
         let merge_fn = MergeFunction::default();
-        let want = expected(&runs, with_sequence, &merge_fn).unwrap();
+        let want = expected(&runs, order, &merge_fn).unwrap();
         for algorithm in ALGORITHMS {
-            let (got, _, _) = run_merge(&runs, &[], options(merge_fn.clone(), algorithm, with_sequence, 100));
+            let (got, _, _) = run_merge(&runs, &[], options(merge_fn.clone(), algorithm, order, 100));
             prop_assert_eq!(&got, &want, "{:?}", algorithm);
         }
     }
@@ -145,8 +172,11 @@ fn disjoint_runs(k: usize, per_run: usize) -> Vec<Vec<Row>> {
 fn loser_tree_comparisons_per_row_are_at_most_log2_k_plus_one() {
     for k in [1usize, 2, 3, 5, 8, 32, 100, 128] {
         let runs = disjoint_runs(k, 200);
-        let (got, _, stream) =
-            run_merge(&runs, &[], options(MergeFunction::default(), Algorithm::LoserTree, false, 1024));
+        let (got, _, stream) = run_merge(
+            &runs,
+            &[],
+            options(MergeFunction::default(), Algorithm::LoserTree, Order::Arrival, 1024),
+        );
         assert_eq!(got.len(), k * 200);
         let per_row = stream.stats().key_comparisons as f64 / got.len() as f64;
         let bound = (k as f64).log2().ceil() + 1.0;
@@ -158,11 +188,10 @@ fn loser_tree_comparisons_per_row_are_at_most_log2_k_plus_one() {
 fn all_keys_equal_across_many_runs() {
     let runs: Vec<Vec<Row>> =
         (0..257).map(|r| vec![Row { key: 7, value: r, seq: (r * 7919) % 13, kind: 0 }]).collect();
-    for with_sequence in [false, true] {
-        let want = expected(&runs, with_sequence, &MergeFunction::None).unwrap();
+    for order in ORDERS {
+        let want = expected(&runs, order, &MergeFunction::None).unwrap();
         for algorithm in ALGORITHMS {
-            let (got, _, _) =
-                run_merge(&runs, &[], options(MergeFunction::None, algorithm, with_sequence, 64));
+            let (got, _, _) = run_merge(&runs, &[], options(MergeFunction::None, algorithm, order, 64));
             assert_eq!(got, want, "{algorithm:?}");
         }
     }

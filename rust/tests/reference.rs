@@ -4,10 +4,10 @@ use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::Int64Type;
-use arrow_array::{Int64Array, RecordBatch, StringArray};
+use arrow_array::{Array, Int64Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
-use crate::{MergeFunction, Run};
+use crate::{AggFunction, MergeFunction, Run};
 
 /// One input row of the test schema (k, v, seq, kind).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,7 +55,8 @@ pub fn rows_of(batches: &[RecordBatch]) -> Vec<(i64, i64, u8)> {
         let kind = b.column(3).as_string::<i32>();
         for i in 0..b.num_rows() {
             let code = KINDS.iter().position(|s| *s == kind.value(i)).unwrap() as u8;
-            out.push((k.value(i), v.value(i), code));
+            // A null value (a retracted aggregate) shows as i64::MIN, as in `expected`.
+            out.push((k.value(i), if v.is_null(i) { i64::MIN } else { v.value(i) }, code));
         }
     }
     out
@@ -65,61 +66,132 @@ fn is_retract(kind: u8) -> bool {
     kind == 1 || kind == 3
 }
 
-/// The contract, written plainly: sort every row by (key, version), group by key, fold.
-/// `None` when the merge must fail (a retract the function cannot take).
-pub fn expected(
-    runs: &[Vec<Row>],
-    with_sequence: bool,
-    merge: &MergeFunction,
-) -> Option<Vec<(i64, i64, u8)>> {
+/// How the reference orders versions: arrival only, by `seq` as a user sequence, or by
+/// `seq` as the system sequence (retract before add on equal numbers).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Order {
+    Arrival,
+    Sequence,
+    SystemSequence,
+}
+
+/// The contract, written plainly (Paimon's read path): sort every row by (key, version),
+/// group by key, drop retracts under ignore_delete, pass a lone version through, fold
+/// two or more, keep adds. `None` when the merge must fail.
+pub fn expected(runs: &[Vec<Row>], order: Order, merge: &MergeFunction) -> Option<Vec<(i64, i64, u8)>> {
     let mut all: Vec<(usize, usize, Row)> = runs
         .iter()
         .enumerate()
         .flat_map(|(r, rows)| rows.iter().enumerate().map(move |(p, row)| (r, p, *row)))
         .collect();
     all.sort_by_key(|&(run, pos, row)| {
-        let seq = if with_sequence { (row.seq, !is_retract(row.kind)) } else { (0, false) };
-        (row.key, seq, run, pos)
+        let version = match order {
+            Order::Arrival => (0, false),
+            Order::Sequence => (row.seq, false),
+            Order::SystemSequence => (row.seq, !is_retract(row.kind)),
+        };
+        (row.key, version, run, pos)
     });
     let mut out = Vec::new();
     for group in all.chunk_by(|a, b| a.2.key == b.2.key) {
-        let rows: Vec<Row> = group.iter().map(|g| g.2).collect();
-        let adds = |rows: &[Row]| rows.iter().filter(|r| !is_retract(r.kind)).copied().collect::<Vec<_>>();
-        let any_retract = rows.iter().any(|r| is_retract(r.kind));
-        let emit = |out: &mut Vec<_>, r: Option<&Row>| out.extend(r.map(|r| (r.key, r.value, 0)));
-        match *merge {
-            MergeFunction::None => out.extend(rows.iter().map(|r| (r.key, r.value, r.kind))),
-            MergeFunction::Deduplicate { ignore_delete, drop_deletes } => {
-                let candidates = if ignore_delete { adds(&rows) } else { rows.clone() };
-                if let Some(newest) = candidates.last() {
-                    if !is_retract(newest.kind) {
-                        out.push((newest.key, newest.value, 0));
-                    } else if !drop_deletes {
-                        out.push((newest.key, newest.value, 3));
-                    }
-                }
-            }
-            MergeFunction::FirstRow { ignore_delete } => {
-                if any_retract && !ignore_delete {
-                    return None;
-                }
-                emit(&mut out, adds(&rows).first());
-            }
-            // Every column of the test schema is non-null: the newest add's values win.
-            MergeFunction::PartialUpdate { ignore_delete, remove_record_on_delete } => {
-                if any_retract && !ignore_delete && !remove_record_on_delete {
-                    return None;
-                }
-                let live = match rows.iter().rposition(|r| r.kind == 3) {
-                    Some(last) if remove_record_on_delete && !ignore_delete => &rows[last + 1..],
-                    _ => &rows[..],
-                };
-                emit(&mut out, adds(live).last());
-            }
-            MergeFunction::Aggregate { .. } => {
-                unreachable!("aggregates are checked by the Python oracle tests")
+        let mut rows: Vec<Row> = group.iter().map(|g| g.2).collect();
+        if let MergeFunction::None = merge {
+            out.extend(rows.iter().map(|r| (r.key, r.value, r.kind)));
+            continue;
+        }
+        if ignores_deletes(merge) {
+            rows.retain(|r| !is_retract(r.kind));
+        }
+        let keep_deletes = matches!(merge, MergeFunction::Deduplicate { drop_deletes: false, .. });
+        let folded = match rows.as_slice() {
+            [] => continue,
+            [single] => Some((single.value, if is_retract(single.kind) { 3 } else { 0 })),
+            _ => fold(&rows, merge)?,
+        };
+        if let Some((value, kind)) = folded {
+            if kind == 0 || keep_deletes {
+                out.push((rows[0].key, value, kind));
             }
         }
     }
     Some(out)
+}
+
+fn ignores_deletes(merge: &MergeFunction) -> bool {
+    match merge {
+        MergeFunction::None => false,
+        MergeFunction::Deduplicate { ignore_delete, .. }
+        | MergeFunction::FirstRow { ignore_delete }
+        | MergeFunction::PartialUpdate { ignore_delete, .. }
+        | MergeFunction::Aggregate { ignore_delete, .. } => *ignore_delete,
+    }
+}
+
+/// Two versions or more of one key: `Some(None)` for no row, `None` for an error.
+fn fold(rows: &[Row], merge: &MergeFunction) -> Option<Option<(i64, u8)>> {
+    let newest = rows.last().unwrap();
+    let kind = |r: &Row| if is_retract(r.kind) { 3 } else { 0 };
+    Some(match merge {
+        MergeFunction::None => unreachable!(),
+        MergeFunction::Deduplicate { .. } => Some((newest.value, kind(newest))),
+        MergeFunction::FirstRow { .. } => {
+            if rows.iter().any(|r| is_retract(r.kind)) {
+                return None;
+            }
+            Some((rows[0].value, 0))
+        }
+        // The test schema's value is never null: partial-update keeps the newest add's.
+        MergeFunction::PartialUpdate { remove_record_on_delete, .. } => {
+            let (mut value, mut deleted, mut inserted, mut filled) = (0, false, false, false);
+            for r in rows {
+                deleted = false;
+                if !is_retract(r.kind) {
+                    (value, inserted, filled) = (r.value, true, true);
+                    continue;
+                }
+                if !filled {
+                    (value, filled) = (r.value, true);
+                }
+                if !remove_record_on_delete {
+                    return None;
+                }
+                if r.kind == 3 {
+                    (value, deleted) = (r.value, true);
+                }
+            }
+            Some((value, if deleted || !inserted { 3 } else { 0 }))
+        }
+        MergeFunction::Aggregate { fields, default, remove_record_on_delete, .. } => {
+            let field = fields.iter().find(|(n, _)| n == "v").map(|(_, f)| f.clone());
+            let field = field.unwrap_or_else(|| crate::AggregateField::new(*default));
+            let (mut acc, mut deleted, mut first) = (None::<i64>, false, true);
+            for r in rows {
+                deleted = *remove_record_on_delete && r.kind == 3;
+                if deleted {
+                    acc = Some(r.value);
+                    continue;
+                }
+                if is_retract(r.kind) {
+                    if field.ignore_retract {
+                        continue;
+                    }
+                    acc = match field.function {
+                        AggFunction::Sum => Some(acc.map_or(Some(-r.value), |a| a.checked_sub(r.value))?),
+                        AggFunction::LastValue | AggFunction::LastNonNullValue => None,
+                        _ => return None,
+                    };
+                } else {
+                    acc = Some(match (field.function, acc) {
+                        (AggFunction::Sum, Some(a)) => a.checked_add(r.value)?,
+                        (AggFunction::Max, Some(a)) => a.max(r.value),
+                        (AggFunction::FirstValue, Some(a)) if !first => a,
+                        _ => r.value,
+                    });
+                    first = false;
+                }
+            }
+            // A null result cannot be shown in the non-null test schema: the callers avoid it.
+            Some((acc.unwrap_or(i64::MIN), if deleted { 3 } else { 0 }))
+        }
+    })
 }

@@ -362,10 +362,22 @@ class Table:
         """Each group's runs (one bucket's, oldest first) merged by the table's merge function."""
         runs = [[open_run(self._root, f, schema) for f in files] for files in groups]
         meta = self._meta
-        sequence = [*meta.sequence, SEQ]
         extra = list(stats.items())
+        # `_seq` orders versions after the user's sequence columns, as Paimon's _SEQUENCE_NUMBER.
         return _native.merge_groups(
-            schema, runs, meta.key, sequence, KIND, meta.merge, batch_size, columns, partial, extra, threads
+            schema,
+            runs,
+            meta.key,
+            meta.sequence,
+            False,
+            SEQ,
+            KIND,
+            meta.merge,
+            batch_size,
+            columns,
+            partial,
+            extra,
+            threads,
         )
 
     # -- housekeeping ---------------------------------------------------------------

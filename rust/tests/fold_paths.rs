@@ -1,0 +1,138 @@
+//! Every shortcut of the folds equals the general path: the builder's newest-value picks
+//! (last_value, last_non_null_value, partial-update), the int64 sum, the all-adds
+//! aggregate loop and the single-version pass-through, on random histories with nulls,
+//! retracts, sequence ties and batch cuts.
+
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use proptest::prelude::*;
+
+use crate::stream::merge_general_path;
+use crate::{merge, AggFunction, AggregateField, MergeFunction, MergeOptions, Run};
+
+/// (key, n, s, seq, kind)
+type Row = (i64, Option<i64>, Option<&'static str>, i64, u8);
+
+fn schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("k", DataType::Int64, false),
+        Field::new("n", DataType::Int64, true),
+        Field::new("s", DataType::Utf8, true),
+        Field::new("seq", DataType::Int64, false),
+        Field::new("kind", DataType::Utf8, false),
+    ]))
+}
+
+fn batch(rows: &[Row]) -> RecordBatch {
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.0))),
+        Arc::new(rows.iter().map(|r| r.1).collect::<Int64Array>()),
+        Arc::new(rows.iter().map(|r| r.2).collect::<StringArray>()),
+        Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.3))),
+        Arc::new(StringArray::from_iter_values(rows.iter().map(|r| ["+I", "-U", "+U", "-D"][r.4 as usize]))),
+    ];
+    RecordBatch::try_new(schema(), columns).unwrap()
+}
+
+fn runs(histories: &[Vec<Row>], cut: usize) -> Vec<Run> {
+    histories
+        .iter()
+        .map(|rows| {
+            let at = cut.min(rows.len());
+            Run::from_batches(schema(), vec![batch(&rows[..at]), batch(&rows[at..])])
+        })
+        .collect()
+}
+
+fn functions() -> Vec<MergeFunction> {
+    use AggFunction::*;
+    let field = |function, ignore_retract| AggregateField { ignore_retract, ..AggregateField::new(function) };
+    let mut all = vec![MergeFunction::partial_update()];
+    for (n, s) in [
+        (field(Sum, false), field(LastNonNullValue, false)),
+        (field(Sum, true), field(LastValue, true)),
+        (field(LastValue, false), field(ListAgg, true)),
+        (field(LastNonNullValue, true), field(FirstNonNullValue, true)),
+        (field(Max, true), field(Min, true)),
+        (field(FirstValue, true), field(LastValue, false)),
+    ] {
+        for remove_record_on_delete in [false, true] {
+            if remove_record_on_delete && (n.ignore_retract || s.ignore_retract) {
+                continue;
+            }
+            all.push(MergeFunction::Aggregate {
+                fields: vec![("n".into(), n.clone()), ("s".into(), s.clone())],
+                default: LastNonNullValue,
+                remove_record_on_delete,
+                ignore_delete: false,
+            });
+        }
+    }
+    all
+}
+
+fn histories() -> impl Strategy<Value = Vec<Vec<Row>>> {
+    let row = (
+        0..6i64,
+        prop::option::of(-3..4i64),
+        prop::option::of(prop::sample::select(vec!["a", "b", " ", "zz"])),
+        0..3i64,
+        prop_oneof![4 => Just(0u8), 1 => Just(1u8), 2 => Just(2u8), 1 => Just(3u8)],
+    );
+    prop::collection::vec(prop::collection::vec(row, 0..12), 0..6).prop_map(|runs| {
+        runs.into_iter()
+            .map(|mut rows| {
+                rows.sort_by_key(|r| r.0);
+                rows.dedup_by_key(|r| r.0);
+                rows
+            })
+            .collect()
+    })
+}
+
+fn collect(stream: crate::Result<crate::MergeStream>) -> Result<Vec<RecordBatch>, String> {
+    stream.and_then(|s| s.collect::<crate::Result<Vec<_>>>()).map_err(|e| e.to_string())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    #[test]
+    fn fast_paths_equal_the_general_path(
+        histories in histories(),
+        cut in 0usize..8,
+        with_kinds: bool,
+        with_sequence: bool,
+        batch_size in prop_oneof![Just(1usize), Just(3), Just(8192)],
+    ) {
+        for function in functions() {
+            let mut options = MergeOptions::new(&["k"]);
+            options.merge = function.clone();
+            options.batch_size = batch_size;
+            if with_kinds {
+                options.versions.row_kind = Some("kind".into());
+            }
+            if with_sequence {
+                options.versions.sequence = vec!["seq".into()];
+            }
+            let fast = collect(merge(runs(&histories, cut), options.clone()));
+            let general = collect(merge_general_path(runs(&histories, cut), options));
+            match (fast, general) {
+                (Ok(a), Ok(b)) => {
+                    let concat = |batches: &[RecordBatch]| {
+                        arrow_select::concat::concat_batches(&batches[0].schema(), batches).unwrap()
+                    };
+                    if a.is_empty() || b.is_empty() {
+                        prop_assert_eq!(a.iter().map(|b| b.num_rows()).sum::<usize>(), b.iter().map(|b| b.num_rows()).sum::<usize>());
+                    } else {
+                        prop_assert_eq!(concat(&a), concat(&b), "{:?}", function);
+                    }
+                }
+                (Err(a), Err(b)) => prop_assert_eq!(a, b),
+                (a, b) => prop_assert!(false, "{:?}: fast {:?} but general {:?}", function, a.err(), b.err()),
+            }
+        }
+    }
+}
