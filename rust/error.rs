@@ -20,6 +20,9 @@ pub enum MergeError {
     /// Spill files would exceed the disk budget.
     #[error("{0}")]
     DiskFull(String),
+    /// A table's data file is missing or damaged (the message names it).
+    #[error("{0}")]
+    CorruptTable(String),
     /// A broken invariant inside merge-core: a bug, never the caller's fault.
     #[error("internal error (please report): {0}")]
     Internal(String),

@@ -12,6 +12,7 @@
 //! - [`builder`]: output batches gathered with `interleave`;
 //! - [`stream`]: the public [`merge`] tying them together;
 //! - [`groups`]: independent merges (a table's buckets) read as one stream;
+//! - [`files`]: Parquet data files (a Paimon table's) read as runs;
 //! - [`bucket`]: the stable key hash that sends a key to its bucket;
 //! - [`sort`] and `spill`: the spillable external sort ([`SortBuffer`]) and its files;
 //! - `python` (feature `python`): the `merge_core._native` extension module.
@@ -43,6 +44,7 @@ pub mod bucket;
 mod builder;
 pub mod engine;
 mod error;
+pub mod files;
 pub mod fold;
 pub mod groups;
 pub(crate) mod keys;

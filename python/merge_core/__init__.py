@@ -20,12 +20,14 @@ from ._paimon_options import PaimonMerge, merge_from_paimon_options, paimon_opti
 from ._sort import SortBuffer, sort
 from .errors import (
     CommitConflictError,
+    CorruptTableError,
     InternalError,
     InvalidInputError,
     MergeCoreError,
     SpillError,
     TableExistsError,
     TableNotFoundError,
+    UnsupportedFeatureError,
 )
 from .table import DynamicFilter, Table
 
@@ -108,6 +110,8 @@ __all__ = [
     "CommitConflictError",
     "TableNotFoundError",
     "TableExistsError",
+    "CorruptTableError",
+    "UnsupportedFeatureError",
     "Table",
     "DynamicFilter",
     "__version__",

@@ -64,3 +64,14 @@ def merge_groups(
     stats: list[tuple[str, int]],
     threads: int,
 ) -> Stream: ...
+def read_paimon(
+    schema: pa.Schema,
+    sections: list[list[list[tuple[str, list[str | None], bytes | None]]]],
+    key: list[str],
+    sequence: list[str],
+    descending: bool,
+    merge: dict[str, Any],
+    batch_size: int,
+    columns: list[str],
+    threads: int,
+) -> Stream: ...

@@ -34,6 +34,16 @@ class TableExistsError(MergeCoreError, FileExistsError):
     """A table already exists at the given path."""
 
 
+class CorruptTableError(MergeCoreError):
+    """A file the table's metadata refers to is missing or damaged (the message names it);
+    nothing of the read was returned."""
+
+
+class UnsupportedFeatureError(MergeCoreError):
+    """The table uses a feature merge-core cannot read or write yet (the message names
+    it), such as ORC data files or a newer format version."""
+
+
 __all__ = [
     "MergeCoreError",
     "InvalidInputError",
@@ -42,4 +52,6 @@ __all__ = [
     "CommitConflictError",
     "TableNotFoundError",
     "TableExistsError",
+    "CorruptTableError",
+    "UnsupportedFeatureError",
 ]

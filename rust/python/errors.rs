@@ -15,6 +15,7 @@ fn class_name(e: &MergeError) -> &'static str {
         MergeError::InvalidInput(_) => "InvalidInputError",
         MergeError::Io(_) | MergeError::DiskFull(_) => "SpillError",
         MergeError::Internal(_) => "InternalError",
+        MergeError::CorruptTable(_) => "CorruptTableError",
         MergeError::Arrow(_) => "MergeCoreError",
     }
 }

@@ -5,6 +5,7 @@
 mod errors;
 mod inputs;
 mod options;
+mod paimon;
 mod sort;
 mod stream;
 mod table;
@@ -52,6 +53,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sort::sort, m)?)?;
     m.add_function(wrap_pyfunction!(table::bucket_ids, m)?)?;
     m.add_function(wrap_pyfunction!(table::merge_groups, m)?)?;
+    m.add_function(wrap_pyfunction!(paimon::read_paimon, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

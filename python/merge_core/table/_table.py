@@ -112,9 +112,14 @@ class Table:
         return cls(root, meta)
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str]) -> Table:
-        """Opens the table at ``path``."""
+    def open(cls, path: str | os.PathLike[str]) -> Any:
+        """Opens the table at ``path``: a Paimon table directory (``<warehouse>/<db>.db/<table>``,
+        read as a :class:`merge_core.paimon.PaimonTable`) or a merge-core table."""
         root = Path(path)
+        if (root / "schema").is_dir():
+            from ..paimon import PaimonTable
+
+            return PaimonTable.open(root)
         return cls(root, fmt.load_meta(root))
 
     # -- what the table is ----------------------------------------------------------

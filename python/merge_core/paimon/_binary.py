@@ -1,0 +1,95 @@
+"""Paimon's BinaryRow: the bytes of a row of fixed 8-byte slots that manifests use for
+partition values, min/max keys and statistics, and whose hash picks a key's bucket.
+
+Layout: a header of ``((arity + 63 + 8) // 64) * 8`` bytes (byte 0 the row kind, then one
+null bit per field from bit 8 on, least significant first), one 8-byte little-endian
+slot per field, then a variable part in 8-byte-aligned chunks. Inside a manifest a row
+is prefixed by its arity as a big-endian int32.
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import struct
+from collections.abc import Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from ..errors import CorruptTableError, UnsupportedFeatureError
+
+EPOCH = datetime.datetime(1970, 1, 1)
+
+
+def header_size(arity: int) -> int:
+    return ((arity + 63 + 8) // 64) * 8
+
+
+def decode(data: bytes, types: Sequence[pa.DataType]) -> tuple[Any, ...]:
+    """A manifest's serialized row (arity prefix included) as Python values of ``types``."""
+    if len(data) < 4:
+        raise CorruptTableError(f"a serialized BinaryRow needs at least 4 bytes, got {len(data)}")
+    (arity,) = struct.unpack_from(">i", data, 0)
+    if arity != len(types):
+        raise CorruptTableError(f"a BinaryRow of {arity} fields where {len(types)} were expected")
+    row = memoryview(data)[4:]
+    base = header_size(arity)
+    if len(row) < base + 8 * arity:
+        raise CorruptTableError(f"a BinaryRow of {arity} fields is cut short ({len(row)} bytes)")
+    return tuple(
+        None if row[(i + 8) >> 3] & (1 << ((i + 8) & 7)) else _field(row, base + 8 * i, t) for i, t in enumerate(types)
+    )
+
+
+def _field(row: memoryview, at: int, t: pa.DataType) -> Any:
+    slot = bytes(row[at : at + 8])
+    if pa.types.is_boolean(t):
+        return slot[0] != 0
+    if pa.types.is_int8(t):
+        return struct.unpack_from("<b", slot)[0]
+    if pa.types.is_int16(t):
+        return struct.unpack_from("<h", slot)[0]
+    if pa.types.is_int32(t) or pa.types.is_date32(t) or pa.types.is_time32(t):
+        value = struct.unpack_from("<i", slot)[0]
+        return datetime.date(1970, 1, 1) + datetime.timedelta(days=value) if pa.types.is_date32(t) else value
+    if pa.types.is_int64(t):
+        return struct.unpack_from("<q", slot)[0]
+    if pa.types.is_float32(t):
+        return struct.unpack_from("<f", slot)[0]
+    if pa.types.is_float64(t):
+        return struct.unpack_from("<d", slot)[0]
+    if pa.types.is_string(t) or pa.types.is_binary(t):
+        raw = _var_bytes(row, slot)
+        return raw.decode("utf-8") if pa.types.is_string(t) else raw
+    if pa.types.is_decimal(t):
+        if t.precision <= 18:
+            unscaled = struct.unpack_from("<q", slot)[0]
+        else:
+            (word,) = struct.unpack_from("<Q", slot)
+            offset, size = word >> 32, word & 0xFFFFFFFF
+            unscaled = int.from_bytes(row[offset : offset + size], "big", signed=True)
+        return decimal.Decimal(unscaled).scaleb(-t.scale)
+    if pa.types.is_timestamp(t):
+        if _precision(t) <= 3:
+            millis, nanos = struct.unpack_from("<q", slot)[0], 0
+        else:
+            (word,) = struct.unpack_from("<Q", slot)
+            offset, nanos = word >> 32, word & 0xFFFFFFFF
+            millis = struct.unpack_from("<q", row, offset)[0]
+        return EPOCH + datetime.timedelta(milliseconds=millis, microseconds=nanos // 1000)
+    raise UnsupportedFeatureError(f"cannot decode a BinaryRow field of type {t}")
+
+
+def _precision(t: pa.TimestampType) -> int:
+    return {"s": 0, "ms": 3, "us": 6, "ns": 9}[t.unit]
+
+
+def _var_bytes(row: memoryview, slot: bytes) -> bytes:
+    (word,) = struct.unpack("<Q", slot)
+    if word >> 63:  # inline: up to 7 bytes in the slot, the length in the top byte
+        return slot[: (word >> 56) & 0x7F]
+    offset, size = word >> 32, word & 0xFFFFFFFF
+    if offset + size > len(row):
+        raise CorruptTableError("a BinaryRow's variable-length field points past its end")
+    return bytes(row[offset : offset + size])

@@ -1,0 +1,200 @@
+"""A Paimon table's snapshots and manifests: which data files a snapshot holds.
+
+A snapshot (``snapshot/snapshot-N``, JSON) names a base and a delta manifest list; each
+list (Avro) names manifests; each manifest (Avro) adds or deletes data files. Folding
+every entry in order (an ADD, then a DELETE of the same file, cancel) gives the live
+files. The index manifest lists the deletion-vector files of the snapshot.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import fastavro
+
+from ..errors import CorruptTableError, TableNotFoundError, UnsupportedFeatureError
+
+SNAPSHOT_VERSIONS = (3,)
+MANIFEST_VERSIONS = (1, 2)
+INDEX_MANIFEST_VERSIONS = (1,)
+ADD, DELETE = 0, 1
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    id: int
+    schema_id: int
+    base_manifest_list: str
+    delta_manifest_list: str
+    index_manifest: str | None
+    commit_kind: str
+    time_millis: int
+    total_record_count: int
+
+    @classmethod
+    def load(cls, root: Path, snapshot_id: int) -> Snapshot:
+        path = root / "snapshot" / f"snapshot-{snapshot_id}"
+        try:
+            data = json.loads(path.read_text())
+        except FileNotFoundError as e:
+            raise TableNotFoundError(f"no snapshot {snapshot_id} in the table at {root}") from e
+        except ValueError as e:
+            raise CorruptTableError(f"{path} is not a snapshot's JSON ({e})") from e
+        if data.get("version") not in SNAPSHOT_VERSIONS:
+            raise UnsupportedFeatureError(f"{path}: snapshot format version {data.get('version')} is not supported")
+        try:
+            return cls(
+                int(data["id"]),
+                int(data["schemaId"]),
+                data["baseManifestList"],
+                data["deltaManifestList"],
+                data.get("indexManifest"),
+                data.get("commitKind", ""),
+                int(data.get("timeMillis", 0)),
+                int(data.get("totalRecordCount", 0)),
+            )
+        except (KeyError, TypeError, ValueError) as e:
+            raise CorruptTableError(f"{path} lacks a field of a snapshot ({e})") from e
+
+
+def snapshot_ids(root: Path) -> list[int]:
+    """Every snapshot id on disk, oldest first (the LATEST and EARLIEST files are only hints)."""
+    names = (p.name.removeprefix("snapshot-") for p in (root / "snapshot").glob("snapshot-*"))
+    return sorted(int(n) for n in names if n.isdigit())
+
+
+def latest_snapshot_id(root: Path) -> int | None:
+    """The newest snapshot: the LATEST hint if no newer snapshot exists, else the directory's."""
+    hint = root / "snapshot" / "LATEST"
+    try:
+        latest = int(hint.read_text().strip())
+        if (root / "snapshot" / f"snapshot-{latest}").exists() and not (
+            root / "snapshot" / f"snapshot-{latest + 1}"
+        ).exists():
+            return latest
+    except (FileNotFoundError, ValueError):
+        pass
+    ids = snapshot_ids(root)
+    return ids[-1] if ids else None
+
+
+def read_avro(path: Path, versions: tuple[int, ...]) -> list[dict[str, Any]]:
+    """The records of an Avro file of the table's metadata, each of a known ``_VERSION``."""
+    try:
+        with open(path, "rb") as f:
+            records = list(fastavro.reader(f))
+    except FileNotFoundError as e:
+        raise CorruptTableError(f"the table's metadata file {path} is missing") from e
+    except Exception as e:  # fastavro raises many types for damaged files
+        raise CorruptTableError(f"{path} is not a readable Avro file ({type(e).__name__}: {e})") from e
+    for record in records:
+        version = record.get("_VERSION")
+        if version not in versions:
+            raise UnsupportedFeatureError(f"{path}: manifest format version {version} is not supported")
+    return records
+
+
+@dataclass(frozen=True)
+class DataFile:
+    """A live data file of a snapshot, as its manifest entry describes it."""
+
+    partition: bytes
+    bucket: int
+    total_buckets: int
+    name: str
+    size: int
+    rows: int
+    min_key: bytes
+    max_key: bytes
+    min_sequence: int
+    max_sequence: int
+    schema_id: int
+    level: int
+    delete_rows: int
+    external_path: str | None
+
+    @classmethod
+    def of(cls, entry: dict[str, Any]) -> DataFile:
+        f = entry["_FILE"]
+        return cls(
+            entry["_PARTITION"],
+            entry["_BUCKET"],
+            entry["_TOTAL_BUCKETS"],
+            f["_FILE_NAME"],
+            f["_FILE_SIZE"],
+            f["_ROW_COUNT"],
+            f["_MIN_KEY"],
+            f["_MAX_KEY"],
+            f["_MIN_SEQUENCE_NUMBER"],
+            f["_MAX_SEQUENCE_NUMBER"],
+            f["_SCHEMA_ID"],
+            f["_LEVEL"],
+            f.get("_DELETE_ROW_COUNT") or 0,  # null: written before Paimon counted them (none)
+            f.get("_EXTERNAL_PATH"),
+        )
+
+
+def _identifier(entry: dict[str, Any]) -> tuple:
+    """What makes a manifest entry one file: an ADD and a DELETE of it cancel."""
+    f = entry["_FILE"]
+    return (
+        entry["_PARTITION"],
+        entry["_BUCKET"],
+        f["_LEVEL"],
+        f["_FILE_NAME"],
+        tuple(f.get("_EXTRA_FILES") or ()),
+        f.get("_EMBEDDED_FILE_INDEX"),
+        f.get("_EXTERNAL_PATH"),
+    )
+
+
+def live_files(root: Path, snapshot: Snapshot) -> list[DataFile]:
+    """The data files of ``snapshot``: every manifest entry of its base then delta lists, folded."""
+    live: dict[tuple, dict[str, Any]] = {}
+    manifest_dir = root / "manifest"
+    for listing in (snapshot.base_manifest_list, snapshot.delta_manifest_list):
+        for meta in read_avro(manifest_dir / listing, MANIFEST_VERSIONS):
+            for entry in read_avro(manifest_dir / meta["_FILE_NAME"], MANIFEST_VERSIONS):
+                key = _identifier(entry)
+                if entry["_KIND"] == ADD:
+                    if key in live:
+                        raise CorruptTableError(f"snapshot {snapshot.id} adds file {key[3]} twice")
+                    live[key] = entry
+                elif entry["_KIND"] == DELETE and key in live:
+                    del live[key]
+                elif entry["_KIND"] == DELETE:
+                    raise CorruptTableError(f"snapshot {snapshot.id} deletes file {key[3]}, which it never added")
+                else:
+                    raise CorruptTableError(f"manifest {meta['_FILE_NAME']}: unknown entry kind {entry['_KIND']}")
+    return [DataFile.of(e) for e in live.values()]
+
+
+@dataclass(frozen=True)
+class DeletionVector:
+    """Where a data file's deleted row positions are stored: a range of an index file."""
+
+    path: str
+    offset: int
+    length: int
+
+
+def deletion_vectors(root: Path, snapshot: Snapshot, in_data_dir: Any) -> dict[tuple[bytes, int, str], DeletionVector]:
+    """The deletion vectors of ``snapshot`` by (partition, bucket, data file name).
+    ``in_data_dir(partition, bucket)`` is the bucket's directory, where index files live
+    when the table keeps them beside its data (``index-file-in-data-file-dir``)."""
+    if not snapshot.index_manifest:
+        return {}
+    out = {}
+    for entry in read_avro(root / "manifest" / snapshot.index_manifest, INDEX_MANIFEST_VERSIONS):
+        if entry["_INDEX_TYPE"] != "DELETION_VECTORS" or entry["_KIND"] != ADD:
+            continue
+        partition, bucket = entry["_PARTITION"], entry["_BUCKET"]
+        directory = in_data_dir(partition, bucket)
+        path = entry.get("_EXTERNAL_PATH") or str((directory or root / "index") / entry["_FILE_NAME"])
+        for r in entry.get("_DELETIONS_VECTORS_RANGES") or ():
+            if r is not None:
+                out[(partition, bucket, r["f0"])] = DeletionVector(path, r["f1"], r["f2"])
+    return out

@@ -1,0 +1,174 @@
+"""Planning a read: a snapshot's live files grouped into splits, the units a task reads.
+
+The files of one (partition, bucket) fall into *sections* (Paimon's IntervalPartition):
+files whose key ranges overlap, directly or through others, form a section, and
+sections do not overlap each other, so each is merged on its own and their outputs are
+concatenated in key order. Inside a section, files that do not overlap are chained into
+sorted runs. Sections are packed into splits of about ``source.split.target-size``.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import UnsupportedFeatureError
+from . import _binary
+from ._dv import deleted_positions
+from ._meta import DataFile, Snapshot, deletion_vectors
+from ._paths import bucket_dir
+from ._schema import TableSchema, load_schema
+
+SEQUENCE_NUMBER = "_SEQUENCE_NUMBER"
+VALUE_KIND = "_VALUE_KIND"
+TARGET_SPLIT_BYTES = 128 << 20
+OPEN_FILE_COST = 4 << 20
+
+
+@dataclass(frozen=True)
+class FileRead:
+    """One data file as a read takes it: where it is, which of its columns give each
+    column of the read (``None``: the file predates the column, which reads as null),
+    and the positions of its deleted rows."""
+
+    path: str
+    columns: tuple[str | None, ...]
+    deleted: np.ndarray | None
+    rows: int
+
+
+@dataclass(frozen=True)
+class Section:
+    """Files of one bucket whose key ranges overlap: sorted runs merged together."""
+
+    runs: tuple[tuple[FileRead, ...], ...]
+
+
+@dataclass(frozen=True)
+class Split:
+    """Sections of one partition and bucket, in key order: the unit of work of a task,
+    read with the columns it was planned for. Picklable, so a driver can plan and hand
+    splits to workers."""
+
+    snapshot: int
+    schema_id: int
+    columns: tuple[str, ...]
+    partition: tuple[Any, ...]
+    bucket: int
+    sections: tuple[Section, ...]
+
+    @property
+    def files(self) -> int:
+        return sum(len(run) for section in self.sections for run in section.runs)
+
+
+def sections(files: Sequence[DataFile], key: Callable[[bytes], tuple]) -> list[list[list[DataFile]]]:
+    """Paimon's IntervalPartition: ``files`` as sections of sorted runs, in key order.
+    ``key`` decodes a serialized key row into a comparable tuple. Ranges are inclusive:
+    touching ranges share a section."""
+    ordered = sorted(files, key=lambda f: (key(f.min_key), key(f.max_key)))
+    out: list[list[DataFile]] = []
+    bound = None
+    for f in ordered:
+        if out and key(f.min_key) <= bound:
+            out[-1].append(f)
+            bound = max(bound, key(f.max_key))
+        else:
+            out.append([f])
+            bound = key(f.max_key)
+    return [_sorted_runs(section, key) for section in out]
+
+
+def _sorted_runs(files: list[DataFile], key: Callable[[bytes], tuple]) -> list[list[DataFile]]:
+    """Chains a section's files (sorted by min key) into as few runs as it greedily can:
+    a file joins the run that ends lowest, if it starts after that run's end."""
+    runs: list[list[DataFile]] = [[files[0]]]
+    heap = [(key(files[0].max_key), 0)]
+    for f in files[1:]:
+        end, r = heapq.heappop(heap)
+        if key(f.min_key) > end:
+            runs[r].append(f)
+            heapq.heappush(heap, (key(f.max_key), r))
+        else:
+            heapq.heappush(heap, (end, r))
+            runs.append([f])
+            heapq.heappush(heap, (key(f.max_key), len(runs) - 1))
+    # Older runs first: the merge takes equal versions in run order only after sequence
+    # numbers, which decide; a stable order keeps the output deterministic.
+    return sorted(runs, key=lambda run: min(f.min_sequence for f in run))
+
+
+def pack(weights: Sequence[int], target: int = TARGET_SPLIT_BYTES) -> list[list[int]]:
+    """Consecutive items grouped so that each group weighs at most ``target`` (an item
+    heavier than that alone); each item weighs at least the cost of opening a file."""
+    groups: list[list[int]] = []
+    total = 0
+    for i, w in enumerate(weights):
+        w = max(w, OPEN_FILE_COST)
+        if groups and total + w <= target:
+            groups[-1].append(i)
+            total += w
+        else:
+            groups.append([i])
+            total = w
+    return groups
+
+
+class Planner:
+    """Turns a snapshot's live files into splits for a read of ``columns``, whose files
+    are decoded as the ``read`` columns (the table's, by name in ``schema``)."""
+
+    def __init__(self, root: Path, snapshot: Snapshot, schema: TableSchema, columns: tuple[str, ...], read: list[str]):
+        self.root, self.snapshot, self.schema, self.columns, self.read = root, snapshot, schema, columns, read
+        self.partition_types = [schema.field(k).type for k in schema.partition_keys]
+        self.key_types = [schema.field(k).type for k in schema.trimmed_keys]
+        self.schemas: dict[int, TableSchema] = {schema.id: schema}
+        in_data_dir = schema.options.get("index-file-in-data-file-dir", "false").lower() == "true"
+        self.deletion_vectors = deletion_vectors(root, snapshot, self.bucket_path if in_data_dir else lambda p, b: None)
+
+    def bucket_path(self, partition: bytes, bucket: int) -> Path:
+        return self.root / bucket_dir(self.schema, _binary.decode(partition, self.partition_types), bucket)
+
+    def key(self, row: bytes) -> tuple:
+        return _binary.decode(row, self.key_types)
+
+    def splits(self, files: Sequence[DataFile], chosen: Callable[[tuple], bool] | None) -> list[Split]:
+        by_bucket: dict[tuple[bytes, int], list[DataFile]] = {}
+        for f in files:
+            by_bucket.setdefault((f.partition, f.bucket), []).append(f)
+        buckets = [(_binary.decode(p, self.partition_types), b, p, group) for (p, b), group in by_bucket.items()]
+        buckets.sort(key=lambda item: (tuple((v is None, v) for v in item[0]), item[1]))
+        out = []
+        for values, bucket, partition, group in buckets:
+            if chosen is not None and not chosen(values):
+                continue
+            found = sections(group, self.key)
+            weights = [sum(f.size for run in section for f in run) for section in found]
+            for chunk in pack(weights):
+                parts = tuple(
+                    Section(tuple(tuple(self.file_read(f, partition, bucket) for f in run) for run in found[i]))
+                    for i in chunk
+                )
+                out.append(Split(self.snapshot.id, self.schema.id, self.columns, values, bucket, parts))
+        return out
+
+    def file_read(self, f: DataFile, partition: bytes, bucket: int) -> FileRead:
+        if not f.name.endswith(".parquet"):
+            raise UnsupportedFeatureError(f"data file {f.name}: only Parquet data files are supported")
+        if f.schema_id not in self.schemas:
+            self.schemas[f.schema_id] = load_schema(self.root, f.schema_id)
+        path = f.external_path or str(self.bucket_path(partition, bucket) / f.name)
+        dv = self.deletion_vectors.get((partition, bucket, f.name))
+        deleted = None if dv is None else deleted_positions(dv)
+        return FileRead(path, self.file_columns(self.schemas[f.schema_id]), deleted, f.rows)
+
+    def file_columns(self, written: TableSchema) -> tuple[str | None, ...]:
+        """For each read column, then the two system columns, the column of a file written
+        under schema ``written`` that holds it (matched by field id), or ``None``."""
+        by_id = {f.id: f.name for f in written.fields}
+        return (*(by_id.get(self.schema.field(c).id) for c in self.read), SEQUENCE_NUMBER, VALUE_KIND)

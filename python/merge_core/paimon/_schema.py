@@ -1,0 +1,163 @@
+"""A Paimon table's schema versions (``schema/schema-N``, JSON) as Arrow schemas.
+
+Every field has an id that never changes; a data file written under an older schema is
+read through its schema's names for those ids, so renamed, added and dropped columns work.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from ..errors import CorruptTableError, InvalidInputError, UnsupportedFeatureError
+
+FIELD_ID = b"PARQUET:field_id"
+SUPPORTED_SCHEMA_VERSIONS = (3,)
+
+_ATOMIC = {
+    "BOOLEAN": pa.bool_(),
+    "TINYINT": pa.int8(),
+    "SMALLINT": pa.int16(),
+    "INT": pa.int32(),
+    "INTEGER": pa.int32(),
+    "BIGINT": pa.int64(),
+    "FLOAT": pa.float32(),
+    "DOUBLE": pa.float64(),
+    "DATE": pa.date32(),
+    "STRING": pa.string(),
+    "BYTES": pa.binary(),
+}
+_PARAMETRIZED = re.compile(r"^([A-Z_ ]+?)\s*(?:\((\d+)(?:,\s*(\d+))?\))?(\s+WITH LOCAL TIME ZONE)?$")
+
+
+def _timestamp(precision: int, local: bool) -> pa.DataType:
+    unit = "ms" if precision <= 3 else "us" if precision <= 6 else "ns"
+    return pa.timestamp(unit, tz="UTC" if local else None)
+
+
+def arrow_type(spec: Any) -> tuple[pa.DataType, bool]:
+    """A Paimon type (its JSON form) as an Arrow type, and whether it is nullable."""
+    if isinstance(spec, dict):
+        kind = spec["type"]
+        nullable = not kind.endswith("NOT NULL")
+        kind = kind.removesuffix(" NOT NULL")
+        if kind == "ARRAY":
+            element, element_nullable = arrow_type(spec["element"])
+            return pa.list_(pa.field("element", element, element_nullable)), nullable
+        if kind == "MAP":
+            key, _ = arrow_type(spec["key"])
+            value, value_nullable = arrow_type(spec["value"])
+            return pa.map_(key, pa.field("value", value, value_nullable)), nullable
+        if kind == "ROW":
+            return pa.struct([_field(f).arrow() for f in spec["fields"]]), nullable
+        raise UnsupportedFeatureError(f"Paimon type {kind} is not supported by merge-core")
+    text = str(spec).strip()
+    nullable = not text.endswith("NOT NULL")
+    text = text.removesuffix("NOT NULL").strip()
+    if text in _ATOMIC:
+        return _ATOMIC[text], nullable
+    match = _PARAMETRIZED.match(text)
+    if not match:
+        raise UnsupportedFeatureError(f"Paimon type {text!r} is not supported by merge-core")
+    name, first, second, local = match.group(1).strip(), match.group(2), match.group(3), bool(match.group(4))
+    if name in ("CHAR", "VARCHAR"):
+        return pa.string(), nullable
+    if name in ("BINARY", "VARBINARY"):
+        return pa.binary(), nullable
+    if name in ("DECIMAL", "DEC", "NUMERIC"):
+        precision = int(first) if first else 10
+        return pa.decimal128(precision, int(second) if second else 0), nullable
+    if name == "TIME":
+        return pa.time32("ms"), nullable
+    if name == "TIMESTAMP":
+        return _timestamp(int(first) if first is not None else 6, local), nullable
+    if name == "TIMESTAMP_LTZ":
+        return _timestamp(int(first) if first is not None else 6, True), nullable
+    raise UnsupportedFeatureError(f"Paimon type {text!r} is not supported by merge-core")
+
+
+@dataclass(frozen=True)
+class Field:
+    id: int
+    name: str
+    type: pa.DataType
+    nullable: bool
+
+    def arrow(self) -> pa.Field:
+        return pa.field(self.name, self.type, self.nullable, metadata={FIELD_ID: str(self.id).encode()})
+
+
+def _field(spec: dict[str, Any]) -> Field:
+    data_type, nullable = arrow_type(spec["type"])
+    return Field(int(spec["id"]), spec["name"], data_type, nullable)
+
+
+@dataclass(frozen=True)
+class TableSchema:
+    """One schema version: fields, keys and the table's options."""
+
+    id: int
+    fields: tuple[Field, ...]
+    partition_keys: tuple[str, ...]
+    primary_keys: tuple[str, ...]
+    options: dict[str, str] = field(hash=False)
+
+    @classmethod
+    def parse(cls, text: str, where: str) -> TableSchema:
+        try:
+            data = json.loads(text)
+        except ValueError as e:
+            raise CorruptTableError(f"{where} is not a schema's JSON ({e})") from e
+        version = data.get("version", 1) if isinstance(data, dict) else None
+        if version not in SUPPORTED_SCHEMA_VERSIONS:
+            raise UnsupportedFeatureError(f"{where}: Paimon schema format version {version} is not supported")
+        try:
+            return cls(
+                int(data["id"]),
+                tuple(_field(f) for f in data["fields"]),
+                tuple(data.get("partitionKeys", [])),
+                tuple(data.get("primaryKeys", [])),
+                {str(k): str(v) for k, v in data.get("options", {}).items()},
+            )
+        except (KeyError, TypeError, ValueError) as e:
+            raise CorruptTableError(f"{where} lacks a field of a schema ({e})") from e
+
+    @property
+    def arrow(self) -> pa.Schema:
+        return pa.schema([f.arrow() for f in self.fields])
+
+    def field(self, name: str) -> Field:
+        for f in self.fields:
+            if f.name == name:
+                return f
+        raise InvalidInputError(f"no column {name!r} in schema {self.id}")
+
+    @property
+    def trimmed_keys(self) -> tuple[str, ...]:
+        """The primary key without the partition columns: the key inside a bucket."""
+        return tuple(k for k in self.primary_keys if k not in self.partition_keys)
+
+    @property
+    def bucket_keys(self) -> tuple[str, ...]:
+        option = self.options.get("bucket-key")
+        return tuple(k.strip() for k in option.split(",")) if option else self.trimmed_keys
+
+
+def load_schema(root: Path, schema_id: int) -> TableSchema:
+    path = root / "schema" / f"schema-{schema_id}"
+    try:
+        text = path.read_text()
+    except FileNotFoundError as e:
+        raise CorruptTableError(f"the table's schema {schema_id} is missing ({path})") from e
+    return TableSchema.parse(text, str(path))
+
+
+def schema_ids(root: Path) -> list[int]:
+    folder = root / "schema"
+    ids = [int(p.name.removeprefix("schema-")) for p in folder.glob("schema-*") if p.name[7:].isdigit()]
+    return sorted(ids)

@@ -1,0 +1,80 @@
+//! The native read of a Paimon table: the sections Python planned, each merged on its
+//! own (in parallel, output in order), their files decoded in Rust.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use arrow_pyarrow::FromPyArrow;
+use arrow_schema::Schema;
+use pyo3::prelude::*;
+
+use super::errors::guard;
+use super::options::merge_function;
+use super::stream::PyStream;
+use crate::files::{run_of_files, DataFile};
+use crate::groups::{merge_groups, GroupOptions};
+use crate::version::VersionColumns;
+use crate::MergeOptions;
+
+/// A file as planned: (path, the file's column for each read column, deleted positions
+/// as little-endian u64 bytes).
+type PlannedFile = (PathBuf, Vec<Option<String>>, Option<Vec<u8>>);
+
+/// Merges each section (a list of runs, each a list of files) of a Paimon read.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)] // mirrors the Python call one to one
+#[pyo3(signature = (schema, sections, key, sequence, descending, merge, batch_size, columns, threads))]
+pub(crate) fn read_paimon(
+    py: Python<'_>,
+    schema: &Bound<'_, PyAny>,
+    sections: Vec<Vec<Vec<PlannedFile>>>,
+    key: Vec<String>,
+    sequence: Vec<String>,
+    descending: bool,
+    merge: &Bound<'_, PyAny>,
+    batch_size: usize,
+    columns: Vec<String>,
+    threads: usize,
+) -> PyResult<PyStream> {
+    let schema = Arc::new(Schema::from_pyarrow_bound(schema)?);
+    let groups = sections
+        .into_iter()
+        .map(|runs| {
+            runs.into_iter()
+                .map(|files| {
+                    let files = files.into_iter().map(|(path, columns, deleted)| DataFile {
+                        path,
+                        columns,
+                        deleted: deleted.map_or_else(Vec::new, |bytes| {
+                            bytes
+                                .chunks_exact(8)
+                                .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
+                                .collect()
+                        }),
+                    });
+                    run_of_files(schema.clone(), files.collect(), batch_size)
+                })
+                .collect()
+        })
+        .collect();
+    let versions = VersionColumns {
+        sequence,
+        descending,
+        system_sequence: Some("_SEQUENCE_NUMBER".into()),
+        row_kind: Some("_VALUE_KIND".into()),
+    };
+    let options = GroupOptions {
+        merge: MergeOptions {
+            key,
+            versions,
+            merge: merge_function(merge)?,
+            algorithm: crate::Algorithm::LoserTree,
+            batch_size,
+            columns: Some(columns),
+        },
+        partial: false,
+        threads,
+    };
+    let stream = guard(py, || merge_groups(schema, groups, options))?;
+    Ok(PyStream::new(stream))
+}
