@@ -163,8 +163,12 @@ class PaimonTable:
         if not isinstance(batch_size, int) or batch_size < 1:
             raise InvalidInputError(f"batch_size must be a positive integer, got {batch_size!r}")
         read = _read_columns(schema, self._setup, columns)
+        # A partition column may be null (the default partition), even in a primary key.
         read_schema = pa.schema(
-            [schema.field(c).arrow() for c in read]
+            [
+                schema.field(c).arrow().with_nullable(c in schema.partition_keys or schema.field(c).nullable)
+                for c in read
+            ]
             + [pa.field(SEQUENCE_NUMBER, pa.int64(), False), pa.field(VALUE_KIND, pa.int8(), False)]
         )
         groups = [
@@ -213,11 +217,13 @@ def _read_columns(schema: TableSchema, setup: PaimonMerge, wanted: list[str]) ->
 
 
 def _skips_level_zero(schema: TableSchema) -> bool:
-    """A batch read of a table with deletion vectors, or first-row, sees only compacted
-    files (level 0 files become visible once compacted), as Paimon's does."""
-    options = schema.options
-    dv = options.get("deletion-vectors.enabled", "false").lower() == "true"
-    return dv or options.get("merge-engine", "deduplicate").lower() == "first-row"
+    """A batch read of a table with deletion vectors (unless merged on read), or of a
+    first-row table, sees only compacted files: level-0 files become visible once
+    compacted, as in Paimon's batch scan."""
+    options = {k: v.lower() for k, v in schema.options.items()}
+    if options.get("deletion-vectors.enabled", "false") == "true":
+        return options.get("deletion-vectors.merge-on-read", "false") != "true"
+    return options.get("merge-engine", "deduplicate") == "first-row"
 
 
 def _partition_filter(schema: TableSchema, partitions: Mapping[str, Any] | None):
