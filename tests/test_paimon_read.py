@@ -240,3 +240,36 @@ def test_postponed_buckets_are_refused_by_name(mor_copy):
     schema.write_text(json.dumps({**data, "options": {**data["options"], "bucket": "-2"}}))
     with pytest.raises(mc.UnsupportedFeatureError, match="postponed buckets"):
         mc.Table.open(mor_copy).read()
+
+
+def test_spark_reads_a_paimon_table_one_task_per_split(spark):
+    import merge_core.spark as mcs
+
+    path = table_path("pk_table_scan_and_read_mor")
+    stats: dict[str, int] = {}
+    df = mcs.read(spark, str(path), columns=["f0", "f3"], stats=stats)
+    assert df.rdd.getNumPartitions() == stats["splits"] == len(mc.Table.open(path).plan())
+    assert rows(df.toArrow()) == {(r[0], r[3]) for r in LATEST_MOR}
+    older = mcs.read(spark, path, snapshot=1, partitions={"f1": 20}).toArrow()
+    assert rows(older) == {r for r in SNAPSHOT_1 if r[1] == 20}
+
+
+def test_cli_reads_and_describes_a_paimon_table(tmp_path):
+    import subprocess
+    import sys
+
+    import pyarrow.parquet as pq
+
+    cli = Path(sys.executable).parent / "merge-core"
+    path = table_path("pk_table_scan_and_read_mor")
+    out = tmp_path / "out.parquet"
+    done = subprocess.run(
+        [str(cli), "table", "read", str(path), "-o", str(out), "--partition", "f1=10", "--snapshot", "4"],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "read snapshot 4" in done.stdout
+    assert rows(pq.read_table(out)) == {r for r in EXPECTED["pk_table_scan_and_read_mor"][4] if r[1] == 10}
+    info = subprocess.run([str(cli), "table", "info", str(path)], capture_output=True, text=True)
+    assert info.returncode == 0 and json.loads(info.stdout)["format"] == "paimon"

@@ -74,4 +74,5 @@ def read_paimon(
     batch_size: int,
     columns: list[str],
     threads: int,
+    stats: list[tuple[str, int]],
 ) -> Stream: ...

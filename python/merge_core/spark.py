@@ -39,6 +39,7 @@ from ._options import Deduplicate, FirstRow, MergeSpec
 from ._sort import SortBuffer, sort
 from .contest import CONTEST_MERGE
 from .errors import InvalidInputError
+from .paimon import PaimonTable
 from .table import DataFile, DynamicFilter, Table
 
 if TYPE_CHECKING:
@@ -357,7 +358,7 @@ def write(
 
 def read(
     spark: SparkSession,
-    table: Table,
+    table: Table | PaimonTable | str | os.PathLike[str],
     columns: Sequence[str] | None = None,
     partitions: dict[str, Any] | None = None,
     dynamic_filter: DynamicFilter | Sequence[DynamicFilter] | None = None,
@@ -365,10 +366,18 @@ def read(
     stats: dict[str, int] | None = None,
 ) -> DataFrame:
     """The table's rows as a DataFrame (see :meth:`merge_core.Table.read`): one Spark
-    task per (partition, bucket) left after pruning, each merging its runs in Rust.
-    ``dynamic_filter`` may be built from a Spark DataFrame (the filtered dimension);
-    pass a dict as ``stats`` to receive what was pruned."""
+    task per (partition, bucket) left after pruning (per split of a Paimon table), each
+    merging its runs in Rust. ``table`` may be a path. ``dynamic_filter`` may be built
+    from a Spark DataFrame (the filtered dimension); pass a dict as ``stats`` to receive
+    what was pruned."""
     from pyspark.sql.pandas.types import from_arrow_schema
+
+    if isinstance(table, (str, os.PathLike)):
+        table = Table.open(table)
+    if isinstance(table, PaimonTable):
+        if dynamic_filter is not None:
+            raise InvalidInputError("dynamic_filter is not supported for Paimon tables yet")
+        return _read_paimon(spark, table, columns, partitions, snapshot, stats)
 
     plan = table._plan_read(columns, partitions, dynamic_filter, snapshot)
     if stats is not None:
@@ -386,4 +395,36 @@ def read(
     if not tasks:
         return spark.createDataFrame([], spark_schema)
     task_df = spark.sparkContext.parallelize(tasks, len(tasks)).toDF("task int, files string")
+    return task_df.mapInArrow(read_task, spark_schema)
+
+
+def _read_paimon(
+    spark: SparkSession,
+    table: PaimonTable,
+    columns: Sequence[str] | None,
+    partitions: dict[str, Any] | None,
+    snapshot: int | None,
+    stats: dict[str, int] | None,
+) -> DataFrame:
+    """One task per split: the driver plans, each task reads its (pickled) split."""
+    import pickle
+
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    splits, planned = table._plan(columns, partitions, snapshot)
+    if stats is not None:
+        stats.update(planned)
+    spark_schema = from_arrow_schema(table.read_schema(columns, planned["snapshot"]))
+    path = str(table.path)
+
+    def read_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        opened = PaimonTable.open(path)
+        for batch in batches:
+            for blob in batch.column("split").to_pylist():
+                yield from opened.read_split(pickle.loads(blob))
+
+    if not splits:
+        return spark.createDataFrame([], spark_schema)
+    tasks = [(i, pickle.dumps(s)) for i, s in enumerate(splits)]
+    task_df = spark.sparkContext.parallelize(tasks, len(tasks)).toDF("task int, split binary")
     return task_df.mapInArrow(read_task, spark_schema)

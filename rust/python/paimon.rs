@@ -23,7 +23,7 @@ type PlannedFile = (PathBuf, Vec<Option<String>>, Option<Vec<u8>>);
 /// Merges each section (a list of runs, each a list of files) of a Paimon read.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)] // mirrors the Python call one to one
-#[pyo3(signature = (schema, sections, key, sequence, descending, merge, batch_size, columns, threads))]
+#[pyo3(signature = (schema, sections, key, sequence, descending, merge, batch_size, columns, threads, stats))]
 pub(crate) fn read_paimon(
     py: Python<'_>,
     schema: &Bound<'_, PyAny>,
@@ -35,6 +35,7 @@ pub(crate) fn read_paimon(
     batch_size: usize,
     columns: Vec<String>,
     threads: usize,
+    stats: Vec<(String, u64)>,
 ) -> PyResult<PyStream> {
     let schema = Arc::new(Schema::from_pyarrow_bound(schema)?);
     let groups = sections
@@ -76,5 +77,5 @@ pub(crate) fn read_paimon(
         threads,
     };
     let stream = guard(py, || merge_groups(schema, groups, options))?;
-    Ok(PyStream::new(stream))
+    Ok(PyStream::new(stream).with_extra_stats(stats))
 }

@@ -120,6 +120,11 @@ class PaimonTable:
         snapshot: int | None = None,
     ) -> list[Split]:
         """The splits a read of ``columns`` takes, in (partition, bucket, key) order."""
+        return self._plan(columns, partitions, snapshot)[0]
+
+    def _plan(
+        self, columns: Sequence[str] | None, partitions: Mapping[str, Any] | None, snapshot: int | None
+    ) -> tuple[list[Split], dict[str, int]]:
         snap = self.snapshot(snapshot)
         schema = self._schema_of(snap)
         wanted = _wanted(schema, columns)
@@ -129,12 +134,22 @@ class PaimonTable:
         if _skips_level_zero(schema):
             files = [f for f in files if f.level > 0]
         planner = Planner(self._root, snap, schema, tuple(wanted), _read_columns(schema, self._setup, wanted))
-        return planner.splits(files, _partition_filter(schema, partitions))
+        splits = planner.splits(files, _partition_filter(schema, partitions))
+        stats = {
+            "snapshot": snap.id,
+            "files_total": len(files),
+            "files_read": sum(s.files for s in splits),
+            "partitions_total": len({f.partition for f in files}),
+            "partitions_read": len({s.partition for s in splits}),
+            "splits": len(splits),
+        }
+        return splits, stats
 
     def read_split(self, split: Split, batch_size: int = READ_BATCH_ROWS, threads: int = 1) -> Stream:
         """The merged rows of one split, with the columns it was planned for."""
         schema = self._schema if split.schema_id == self._schema.id else load_schema(self._root, split.schema_id)
-        return self._read([split], schema, list(split.columns), batch_size, threads)
+        stats = {"snapshot": split.snapshot, "files_read": split.files}
+        return self._read([split], schema, list(split.columns), batch_size, threads, stats)
 
     def read(
         self,
@@ -145,19 +160,33 @@ class PaimonTable:
         threads: int | None = None,
     ) -> Stream:
         """The table's rows as a lazy :class:`Stream`, one row per live key, as Paimon's
-        batch read returns them (``snapshot``: an older snapshot's id)."""
+        batch read returns them (``snapshot``: an older snapshot's id). The stream's
+        ``stats`` add the ``snapshot`` read, ``files_total``, ``files_read``,
+        ``partitions_total``, ``partitions_read`` and ``splits``."""
         if threads is not None and (not isinstance(threads, int) or threads < 1):
             raise InvalidInputError(f"threads must be a positive integer, got {threads!r}")
         snap = self.snapshot(snapshot)
         schema = self._schema_of(snap)
-        splits = self.plan(columns, partitions, snap.id)
-        return self._read(splits, schema, _wanted(schema, columns), batch_size, threads or os.cpu_count() or 1)
+        splits, stats = self._plan(columns, partitions, snap.id)
+        threads = threads or os.cpu_count() or 1
+        return self._read(splits, schema, _wanted(schema, columns), batch_size, threads, stats)
+
+    def read_schema(self, columns: Sequence[str] | None = None, snapshot: int | None = None) -> pa.Schema:
+        """The schema of a read of ``columns`` (what :meth:`read` returns), without reading."""
+        schema = self._schema_of(self.snapshot(snapshot))
+        return self._read([], schema, _wanted(schema, columns), 1, 1, {}).schema
 
     def _schema_of(self, snap: Snapshot) -> TableSchema:
         return self._schema if snap.schema_id == self._schema.id else load_schema(self._root, snap.schema_id)
 
     def _read(
-        self, splits: list[Split], schema: TableSchema, columns: list[str], batch_size: int, threads: int
+        self,
+        splits: list[Split],
+        schema: TableSchema,
+        columns: list[str],
+        batch_size: int,
+        threads: int,
+        stats: dict[str, int],
     ) -> Stream:
         """The splits' sections merged in Rust, each on its own, output in order."""
         if not isinstance(batch_size, int) or batch_size < 1:
@@ -187,6 +216,7 @@ class PaimonTable:
             batch_size,
             columns,
             threads,
+            list(stats.items()),
         )
 
 
@@ -235,6 +265,9 @@ def _partition_filter(schema: TableSchema, partitions: Mapping[str, Any] | None)
         if column not in schema.partition_keys:
             raise InvalidInputError(f"{column!r} is not a partition column (they are {list(schema.partition_keys)})")
         values = values if isinstance(values, (list, tuple, set, frozenset)) else [values]
-        allowed = set(pa.array(list(values), schema.field(column).type).to_pylist())
+        values = pa.array(list(values))
+        if pa.types.is_string(values.type) and not pa.types.is_string(schema.field(column).type):
+            values = values.cast(schema.field(column).type)  # as a command line gives them
+        allowed = set(values.cast(schema.field(column).type).to_pylist())
         tests.append((schema.partition_keys.index(column), allowed))
     return lambda row: all(row[i] in allowed for i, allowed in tests)
