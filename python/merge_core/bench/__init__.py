@@ -4,7 +4,8 @@ on the same generated inputs in one run, written up as a Markdown report with ch
 Suites (each in its own module, each returning a report section):
 ``kway`` (k-way merge of sorted runs), ``upsert`` (the contest upsert read), ``sort``
 (external sort at 8x the memory limit), ``table`` (mc.Table vs pypaimon, and dynamic
-partition pruning), ``spark`` (the contest upsert as a Spark job).
+partition pruning), ``paimon`` (a Paimon table written by pypaimon, read by merge-core,
+pypaimon and pypaimon-rust), ``spark`` (the contest upsert as a Spark job).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ SCALES = {
     "small": Scale(200_000, 16, 100_000, 16 * MiB, 2),
     "full": Scale(2_000_000, 16, 1_000_000, 64 * MiB, 3),
 }
-SUITES = ["kway", "upsert", "sort", "table", "spark"]
+SUITES = ["kway", "upsert", "sort", "table", "paimon", "spark"]
 SORT_FACTOR = 8
 
 
@@ -91,6 +92,10 @@ def run_suite(suite: str, folder: str, size: Scale, repeat: int, spark) -> Secti
         from . import _table
 
         return _table.run(folder, size.base_rows, repeat)
+    if suite == "paimon":
+        from . import _paimon
+
+        return _paimon.run(folder, size.base_rows, repeat)
     from . import _spark
 
     if spark is None:

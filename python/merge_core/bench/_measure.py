@@ -47,13 +47,15 @@ class Peer:
     """A tool to time: `module` is what must be importable for it to run. `in_process`
     is false for a tool that works in another process (Spark's JVM), whose CPU time this
     process cannot see. `compared` is false for a floor (part of the work, not the
-    result), whose result is not checked against the others'."""
+    result), whose result is not checked against the others'. `repeat` overrides the
+    suite's repeat count (a peer that takes minutes runs once)."""
 
     tool: str
     run: Callable[[], Any]
     module: str | None = None
     in_process: bool = True
     compared: bool = True
+    repeat: int | None = None
 
 
 def missing(module: str | None) -> str | None:
@@ -135,7 +137,7 @@ def time_peers(peers: list[Peer], repeat: int, rows: int, same: Callable[[Any, A
             progress(f"  {peer.tool}: {why}")
             continue
         try:
-            seconds, peak, cpu, result = measure(peer.run, repeat)
+            seconds, peak, cpu, result = measure(peer.run, peer.repeat or repeat)
         except Exception as error:  # a peer's failure is a finding of the benchmark
             runs.append(Run(peer.tool, note=failure(error)))
             progress(f"  {peer.tool}: {runs[-1].note}")

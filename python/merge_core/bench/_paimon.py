@@ -1,0 +1,77 @@
+"""Reading a real Paimon table: the contest versions written by pypaimon as 11 commits
+into an 8-bucket table (aggregation: requests summed, others newest non-null), read
+merged by merge-core, pypaimon, pypaimon with `read.native.enabled` and pypaimon-rust,
+beside the decode floor (the table's data files decoded on all cores, nothing merged)."""
+
+from __future__ import annotations
+
+import os
+
+import pyarrow as pa
+import pyarrow.dataset as ds
+
+import merge_core as mc
+
+from ._measure import Peer, Section, missing, progress, same_rows, time_peers, timed
+from ._table import BUCKETS, paimon_table
+from ._upsert import BATCH, contest_versions
+
+
+def data_files(table: mc.Table) -> list[str]:
+    return [f.path for split in table.plan() for section in split.sections for run in section.runs for f in run]
+
+
+def decode_only(table, rows_stored: int) -> None:
+    """Decodes every data file the read merges, on all cores; fails unless it decoded them all."""
+    scanner = ds.dataset(data_files(table), format="parquet").scanner(batch_size=BATCH, use_threads=True)
+    decoded = sum(batch.num_rows for batch in scanner.to_batches())
+    if decoded != rows_stored:
+        raise RuntimeError(f"decoded {decoded:,} rows of {rows_stored:,}")
+
+
+def pypaimon_read(table, options: dict[str, str] | None = None) -> pa.Table:
+    table = table.copy(options) if options else table
+    builder = table.new_read_builder()
+    return builder.new_read().to_arrow(builder.new_scan().plan().splits())
+
+
+def pypaimon_rust_read(warehouse: str) -> pa.Table:
+    from pypaimon_rust.datafusion import PaimonCatalog
+
+    table = PaimonCatalog({"warehouse": warehouse}).get_table(("bench", "contest"))
+    builder = table.new_read_builder()
+    return pa.Table.from_batches(builder.new_read().read(builder.new_scan().plan().splits()))
+
+
+def run(folder: str, base_rows: int, repeat: int) -> Section:
+    paths = contest_versions(os.path.join(folder, "plain"), base_rows)
+    warehouse = os.path.join(folder, "paimon")
+    why = missing("pypaimon")
+    if why:
+        return Section("paimon", "Reading a Paimon table", [why], [])
+    theirs, write_seconds = timed("pypaimon write", lambda: paimon_table(warehouse, paths))
+    ours = mc.Table.open(os.path.join(warehouse, "bench.db", "contest"))
+    stored = sum(f.rows for split in ours.plan() for s in split.sections for run in s.runs for f in run)
+    progress(f"  {stored:,} stored rows in {len(data_files(ours))} files")
+    peers = [
+        Peer("merge-core Table.read", lambda: ours.read(batch_size=BATCH).read_all()),
+        Peer("decode floor (files decoded, no merge)", lambda: decode_only(ours, stored), compared=False),
+        Peer("pypaimon-rust", lambda: pypaimon_rust_read(warehouse), "pypaimon_rust"),
+        Peer("pypaimon read.native.enabled", lambda: pypaimon_read(theirs, {"read.native.enabled": "true"})),
+        # The pure-Python reader takes minutes at the full scale: timed once.
+        Peer("pypaimon (Python)", lambda: pypaimon_read(theirs), repeat=1),
+    ]
+    runs = time_peers(peers, repeat, stored, lambda a, b: same_rows(a, b, order_by="uuid"))
+    return Section(
+        "paimon",
+        "Reading a Paimon table: merge-core, pypaimon, pypaimon-rust",
+        [
+            f"The contest versions ({stored:,} rows) written by pypaimon as {len(paths)} commits into an"
+            f" {BUCKETS}-bucket Paimon table (merge engine `aggregation`: requests `sum`, default"
+            f" `last_non_null_value`; Parquet, zstd), written in {write_seconds:.1f} s, then read merged by each"
+            " reader. Ratios are to merge-core's read.",
+            "The floor decodes the same data files with pyarrow on all cores and merges nothing. pypaimon in pure"
+            " Python is timed once.",
+        ],
+        runs,
+    )
