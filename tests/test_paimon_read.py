@@ -145,6 +145,17 @@ def test_projection_partition_filter_and_threads():
         table.read(columns=["nope"])
 
 
+def test_dynamic_partition_pruning():
+    table = mc.Table.open(table_path("pk_table_scan_and_read_mor"))
+    dim = pa.table({"code": ["20", "99"]})  # a build side of another type: cast to the partition's
+    stream = table.read(dynamic_filter=mc.DynamicFilter(dim, "code", partition_column="f1"))
+    assert rows(stream.read_all()) == {r for r in LATEST_MOR if r[1] == 20}
+    assert stream.stats["partitions_read"] == 1 and stream.stats["partitions_total"] == 2
+    assert stream.stats["dynamic_filters_applied"] == 1
+    unusable = mc.DynamicFilter(pa.table({"code": ["x"]}), "code", partition_column="f1")
+    assert rows(table.read(dynamic_filter=unusable).read_all()) == LATEST_MOR  # cannot cast: prunes nothing
+
+
 def test_plan_and_read_split_are_the_public_seam():
     table = mc.Table.open(table_path("pk_table_scan_and_read_mor"))
     splits = table.plan(columns=["f0", "f3"])

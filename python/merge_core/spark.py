@@ -375,9 +375,7 @@ def read(
     if isinstance(table, (str, os.PathLike)):
         table = Table.open(table)
     if isinstance(table, PaimonTable):
-        if dynamic_filter is not None:
-            raise InvalidInputError("dynamic_filter is not supported for Paimon tables yet")
-        return _read_paimon(spark, table, columns, partitions, snapshot, stats)
+        return _read_paimon(spark, table, columns, partitions, dynamic_filter, snapshot, stats)
 
     plan = table._plan_read(columns, partitions, dynamic_filter, snapshot)
     if stats is not None:
@@ -403,6 +401,7 @@ def _read_paimon(
     table: PaimonTable,
     columns: Sequence[str] | None,
     partitions: dict[str, Any] | None,
+    dynamic_filter: DynamicFilter | Sequence[DynamicFilter] | None,
     snapshot: int | None,
     stats: dict[str, int] | None,
 ) -> DataFrame:
@@ -411,10 +410,10 @@ def _read_paimon(
 
     from pyspark.sql.pandas.types import from_arrow_schema
 
-    splits, planned = table._plan(columns, partitions, snapshot)
+    splits = table.plan(columns, partitions, snapshot, dynamic_filter)
     if stats is not None:
-        stats.update(planned)
-    spark_schema = from_arrow_schema(table.read_schema(columns, planned["snapshot"]))
+        stats.update(splits.stats)
+    spark_schema = from_arrow_schema(table.read_schema(columns, splits.stats["snapshot"]))
     path = str(table.path)
 
     def read_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

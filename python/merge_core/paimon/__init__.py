@@ -6,7 +6,7 @@ Planning happens here, in Python, from the table's own files (``_schema``, ``_me
 Rust (``_native.read_paimon``).
 """
 
-from ._plan import FileRead, Section, Split
+from ._plan import FileRead, Plan, Section, Split
 from ._table import PaimonTable
 
-__all__ = ["PaimonTable", "Split", "Section", "FileRead"]
+__all__ = ["PaimonTable", "Plan", "Split", "Section", "FileRead"]

@@ -67,6 +67,15 @@ class Split:
         return sum(len(run) for section in self.sections for run in section.runs)
 
 
+class Plan(list):
+    """The splits of a read (a list of :class:`Split`), with ``stats`` on what was
+    planned: the snapshot, files and partitions read of total, splits."""
+
+    def __init__(self, splits: Sequence[Split], stats: dict[str, int]):
+        super().__init__(splits)
+        self.stats = stats
+
+
 def sections(files: Sequence[DataFile], key: Callable[[bytes], tuple]) -> list[list[list[DataFile]]]:
     """Paimon's IntervalPartition: ``files`` as sections of sorted runs, in key order.
     ``key`` decodes a serialized key row into a comparable tuple. Ranges are inclusive:
@@ -162,7 +171,7 @@ class Planner:
             raise UnsupportedFeatureError(f"data file {f.name}: only Parquet data files are supported")
         if f.schema_id not in self.schemas:
             self.schemas[f.schema_id] = load_schema(self.root, f.schema_id)
-        path = f.external_path or str(self.bucket_path(partition, bucket) / f.name)
+        path = local_path(f.external_path) if f.external_path else str(self.bucket_path(partition, bucket) / f.name)
         dv = self.deletion_vectors.get((partition, bucket, f.name))
         deleted = None if dv is None else deleted_positions(dv)
         return FileRead(path, self.file_columns(self.schemas[f.schema_id]), deleted, f.rows)
@@ -172,3 +181,13 @@ class Planner:
         under schema ``written`` that holds it (matched by field id), or ``None``."""
         by_id = {f.id: f.name for f in written.fields}
         return (*(by_id.get(self.schema.field(c).id) for c in self.read), SEQUENCE_NUMBER, VALUE_KIND)
+
+
+def local_path(path: str) -> str:
+    """A file's external path as a local path (only local filesystems are read so far)."""
+    scheme, sep, rest = path.partition("://")
+    if not sep:
+        return path
+    if scheme != "file":
+        raise UnsupportedFeatureError(f"data file {path}: external paths on '{scheme}' are not supported yet")
+    return rest

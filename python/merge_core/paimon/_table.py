@@ -5,7 +5,7 @@ Spark, the CLI and ``read`` use the same two steps."""
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +18,9 @@ from .._native import Stream
 from .._options import merge_spec
 from .._paimon_options import PaimonMerge, merge_from_paimon_options
 from ..errors import InvalidInputError, TableNotFoundError, UnsupportedFeatureError
+from ..table._prune import DynamicFilter
 from ._meta import Snapshot, latest_snapshot_id, live_files, snapshot_ids
-from ._plan import SEQUENCE_NUMBER, VALUE_KIND, Planner, Split
+from ._plan import SEQUENCE_NUMBER, VALUE_KIND, Plan, Planner, Split
 from ._schema import TableSchema, load_schema, schema_ids
 
 READ_BATCH_ROWS = 64 * 1024
@@ -118,13 +119,10 @@ class PaimonTable:
         columns: Sequence[str] | None = None,
         partitions: Mapping[str, Any] | None = None,
         snapshot: int | None = None,
-    ) -> list[Split]:
-        """The splits a read of ``columns`` takes, in (partition, bucket, key) order."""
-        return self._plan(columns, partitions, snapshot)[0]
-
-    def _plan(
-        self, columns: Sequence[str] | None, partitions: Mapping[str, Any] | None, snapshot: int | None
-    ) -> tuple[list[Split], dict[str, int]]:
+        dynamic_filter: DynamicFilter | Sequence[DynamicFilter] | None = None,
+    ) -> Plan:
+        """The splits a read of ``columns`` takes, in (partition, bucket, key) order; the
+        list's ``stats`` say what was pruned."""
         snap = self.snapshot(snapshot)
         schema = self._schema_of(snap)
         wanted = _wanted(schema, columns)
@@ -134,7 +132,8 @@ class PaimonTable:
         if _skips_level_zero(schema):
             files = [f for f in files if f.level > 0]
         planner = Planner(self._root, snap, schema, tuple(wanted), _read_columns(schema, self._setup, wanted))
-        splits = planner.splits(files, _partition_filter(schema, partitions))
+        chosen, dynamic_filters = _partition_filter(schema, partitions, dynamic_filter)
+        splits = planner.splits(files, chosen)
         stats = {
             "snapshot": snap.id,
             "files_total": len(files),
@@ -142,8 +141,9 @@ class PaimonTable:
             "partitions_total": len({f.partition for f in files}),
             "partitions_read": len({s.partition for s in splits}),
             "splits": len(splits),
+            "dynamic_filters_applied": dynamic_filters,
         }
-        return splits, stats
+        return Plan(splits, stats)
 
     def read_split(self, split: Split, batch_size: int = READ_BATCH_ROWS, threads: int = 1) -> Stream:
         """The merged rows of one split, with the columns it was planned for."""
@@ -155,21 +155,23 @@ class PaimonTable:
         self,
         columns: Sequence[str] | None = None,
         partitions: Mapping[str, Any] | None = None,
+        dynamic_filter: DynamicFilter | Sequence[DynamicFilter] | None = None,
         snapshot: int | None = None,
         batch_size: int = READ_BATCH_ROWS,
         threads: int | None = None,
     ) -> Stream:
         """The table's rows as a lazy :class:`Stream`, one row per live key, as Paimon's
-        batch read returns them (``snapshot``: an older snapshot's id). The stream's
+        batch read returns them (``snapshot``: an older snapshot's id; ``partitions`` and
+        ``dynamic_filter`` prune partitions as for :class:`merge_core.Table`). The stream's
         ``stats`` add the ``snapshot`` read, ``files_total``, ``files_read``,
         ``partitions_total``, ``partitions_read`` and ``splits``."""
         if threads is not None and (not isinstance(threads, int) or threads < 1):
             raise InvalidInputError(f"threads must be a positive integer, got {threads!r}")
         snap = self.snapshot(snapshot)
         schema = self._schema_of(snap)
-        splits, stats = self._plan(columns, partitions, snap.id)
+        plan = self.plan(columns, partitions, snap.id, dynamic_filter)
         threads = threads or os.cpu_count() or 1
-        return self._read(splits, schema, _wanted(schema, columns), batch_size, threads, stats)
+        return self._read(plan, schema, _wanted(schema, columns), batch_size, threads, plan.stats)
 
     def read_schema(self, columns: Sequence[str] | None = None, snapshot: int | None = None) -> pa.Schema:
         """The schema of a read of ``columns`` (what :meth:`read` returns), without reading."""
@@ -256,18 +258,37 @@ def _skips_level_zero(schema: TableSchema) -> bool:
     return options.get("merge-engine", "deduplicate") == "first-row"
 
 
-def _partition_filter(schema: TableSchema, partitions: Mapping[str, Any] | None):
-    """A predicate on partition values for ``{column: value or values}``, or ``None``."""
-    if not partitions:
-        return None
+def _partition_filter(
+    schema: TableSchema, partitions: Mapping[str, Any] | None, dynamic_filter: Any
+) -> tuple[Callable[[tuple], bool] | None, int]:
+    """A predicate on partition values for ``{column: value or values}`` and dynamic
+    filters (``None``: read every partition), and how many dynamic filters apply."""
     tests = []
-    for column, values in partitions.items():
-        if column not in schema.partition_keys:
-            raise InvalidInputError(f"{column!r} is not a partition column (they are {list(schema.partition_keys)})")
+    for column, values in (partitions or {}).items():
         values = values if isinstance(values, (list, tuple, set, frozenset)) else [values]
-        values = pa.array(list(values))
-        if pa.types.is_string(values.type) and not pa.types.is_string(schema.field(column).type):
-            values = values.cast(schema.field(column).type)  # as a command line gives them
-        allowed = set(values.cast(schema.field(column).type).to_pylist())
-        tests.append((schema.partition_keys.index(column), allowed))
-    return lambda row: all(row[i] in allowed for i, allowed in tests)
+        tests.append((column, _values(schema, column, pa.array(list(values)), strict=True)))
+    applied = 0
+    filters = [dynamic_filter] if isinstance(dynamic_filter, DynamicFilter) else list(dynamic_filter or [])
+    for f in filters:
+        values = None if f.values is None else _values(schema, f.partition_column, f.values, strict=False)
+        if values is not None:  # a filter that gave up, or whose values do not cast, prunes nothing
+            tests.append((f.partition_column, values - {None}))
+            applied += 1
+    if not tests:
+        return None, applied
+    tests = [(schema.partition_keys.index(column), allowed) for column, allowed in tests]
+    return (lambda row: all(row[i] in allowed for i, allowed in tests)), applied
+
+
+def _values(schema: TableSchema, column: str, values: pa.Array, strict: bool) -> set | None:
+    """``values`` as Python values of partition column ``column`` (as the table decodes
+    them), or ``None`` when they do not cast and ``strict`` is off."""
+    if column not in schema.partition_keys:
+        raise InvalidInputError(f"{column!r} is not a partition column (they are {list(schema.partition_keys)})")
+    target = schema.field(column).type
+    try:
+        return set(values.cast(target).to_pylist())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
+        if strict:
+            raise InvalidInputError(f"partition values {values.to_pylist()!r} do not fit column {column!r}: {e}") from e
+        return None
