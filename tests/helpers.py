@@ -23,3 +23,13 @@ def cut(table: pa.Table, cuts: list[int]) -> list[pa.RecordBatch]:
 def rows_of(stream_or_table) -> list[dict]:
     table = stream_or_table if isinstance(stream_or_table, pa.Table) else stream_or_table.read_all()
     return table.to_pylist()
+
+
+def pypaimon_commit(table, rows: list[dict], schema: pa.Schema) -> None:
+    """One pypaimon commit of ``rows`` into ``table`` (a pypaimon table)."""
+    builder = table.new_batch_write_builder()
+    writer, committer = builder.new_write(), builder.new_commit()
+    writer.write_arrow(pa.Table.from_pylist(rows, schema=schema))
+    committer.commit(writer.prepare_commit())
+    writer.close()
+    committer.close()

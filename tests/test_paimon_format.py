@@ -13,6 +13,7 @@ import merge_core as mc
 import numpy as np
 import pyarrow as pa
 import pytest
+from helpers import pypaimon_commit
 from merge_core.paimon._binary import decode
 from merge_core.paimon._dv import MAGIC_32, MAGIC_64, deleted_positions
 from merge_core.paimon._meta import DeletionVector
@@ -103,12 +104,7 @@ def test_partitions_of_each_type_written_by_pypaimon(tmp_path, partition_type, v
     )
     catalog.create_table("db.t", definition, False)
     rows = [{"k": k, "p": p, "v": k * 10} for k in range(4) for p in values]
-    builder = catalog.get_table("db.t").new_batch_write_builder()
-    writer, committer = builder.new_write(), builder.new_commit()
-    writer.write_arrow(pa.Table.from_pylist(rows, schema=schema))
-    committer.commit(writer.prepare_commit())
-    writer.close()
-    committer.close()
+    pypaimon_commit(catalog.get_table("db.t"), rows, schema)
     got = mc.Table.open(tmp_path / "db.db" / "t").read().read_all()
     assert sorted(got.to_pylist(), key=lambda r: (r["k"], str(r["p"]))) == sorted(
         rows, key=lambda r: (r["k"], str(r["p"]))

@@ -11,6 +11,7 @@ import merge_core as mc
 import oracle
 import pyarrow as pa
 import pytest
+from helpers import pypaimon_commit
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -69,14 +70,8 @@ def write(warehouse, name, options, commits, with_sequence, buckets):
         options["sequence.field"] = "ts"
     schema = pypaimon.Schema.from_pyarrow_schema(SCHEMA, partition_keys=["p"], primary_keys=["p", "k"], options=options)
     catalog.create_table(f"db.{name}", schema, False)
-    table = catalog.get_table(f"db.{name}")
     for rows in commits:
-        builder = table.new_batch_write_builder()
-        writer, committer = builder.new_write(), builder.new_commit()
-        writer.write_arrow(pa.Table.from_pylist(rows, schema=SCHEMA))
-        committer.commit(writer.prepare_commit())
-        writer.close()
-        committer.close()
+        pypaimon_commit(catalog.get_table(f"db.{name}"), rows, SCHEMA)
     return warehouse / "db.db" / name
 
 
@@ -149,16 +144,8 @@ def test_files_of_older_schemas_read_through_field_ids(tmp_path):
         "db.t", pypaimon.Schema.from_pyarrow_schema(schema, primary_keys=["k"], options={"bucket": "2"}), False
     )
 
-    def commit(rows, schema):
-        table = catalog.get_table("db.t")
-        builder = table.new_batch_write_builder()
-        writer, committer = builder.new_write(), builder.new_commit()
-        writer.write_arrow(pa.Table.from_pylist(rows, schema=schema))
-        committer.commit(writer.prepare_commit())
-        writer.close()
-        committer.close()
-
-    commit([{"k": 1, "a": 10, "b": "one", "c": "gone"}, {"k": 2, "a": 20, "b": "two", "c": "gone"}], schema)
+    first = [{"k": 1, "a": 10, "b": "one", "c": "gone"}, {"k": 2, "a": 20, "b": "two", "c": "gone"}]
+    pypaimon_commit(catalog.get_table("db.t"), first, schema)
     catalog.alter_table(
         "db.t",
         [
@@ -171,7 +158,8 @@ def test_files_of_older_schemas_read_through_field_ids(tmp_path):
     evolved = pa.schema(
         [pa.field("k", pa.int64(), nullable=False), ("a", pa.int64()), ("b2", pa.string()), ("d", pa.float64())]
     )
-    commit([{"k": 2, "a": 21, "b2": "TWO", "d": 2.5}, {"k": 3, "a": 30, "b2": "three", "d": None}], evolved)
+    second = [{"k": 2, "a": 21, "b2": "TWO", "d": 2.5}, {"k": 3, "a": 30, "b2": "three", "d": None}]
+    pypaimon_commit(catalog.get_table("db.t"), second, evolved)
     table = mc.Table.open(tmp_path / "db.db" / "t")
     assert table.schema.names == ["k", "a", "b2", "d"]
     got = sorted(table.read().read_all().to_pylist(), key=lambda r: r["k"])
