@@ -5,9 +5,11 @@
 //!   holds a `pid` marker, and is removed when the last [`Arc<SpillDir>`] is dropped —
 //!   on success, on error, and when a stream is dropped half read. Directories left by a
 //!   process that was killed (no destructor ran) are swept by the next one.
-//! - Each file records its row count, byte length and CRC32 when written; a reader
-//!   verifies all three at the end, so a truncated or corrupted file is an error, never
-//!   a silently shorter result (an IPC stream cut at a batch boundary reads as valid).
+//! - Each file records, when written, where each of its IPC messages (the schema, every
+//!   batch, the end marker) ends and the CRC32 of the message's bytes. A reader checks a
+//!   message before the IPC decoder sees any of it, so a damaged or cut file fails with a
+//!   `SpillError` naming it before any row of the damaged batch is used; it never yields
+//!   a wrong row or a silently shorter result.
 //! - Only the columns are written, never arrow row-format keys: those are recomputed
 //!   after reading, since the row encoding may change between arrow releases.
 
@@ -123,24 +125,32 @@ impl SpillDir {
         };
         let options = IpcWriteOptions::default().try_with_compression(compression)?;
         let file = BufWriter::with_capacity(1 << 20, File::create(path)?);
-        let counting =
-            Checksummed { inner: file, crc: crc32fast::Hasher::new(), bytes: 0, dir: self.clone() };
+        let counting = Checksummed {
+            inner: file,
+            crc: crc32fast::Hasher::new(),
+            bytes: 0,
+            segments: Vec::new(),
+            dir: self.clone(),
+        };
         let mut writer = StreamWriter::try_new_with_options(counting, schema, options)?;
+        writer.get_mut().cut();
         let mut rows = 0u64;
         for batch in batches {
             let batch = batch?;
             rows += batch.num_rows() as u64;
             writer.write(&batch).map_err(unwrap_disk_full)?;
+            writer.get_mut().cut();
         }
         writer.finish().map_err(unwrap_disk_full)?;
         let mut counting = writer.into_inner()?;
+        counting.cut();
         counting.inner.flush()?;
         Ok(SpillFile {
             path: path.to_path_buf(),
             schema: schema.clone(),
             rows,
             bytes: counting.bytes,
-            crc: counting.crc.finalize(),
+            segments: counting.segments,
             dir: self.clone(),
         })
     }
@@ -202,12 +212,31 @@ fn sweep_orphans(parent: &Path) {
     }
 }
 
-/// A writer that counts, checksums and charges the disk budget for what passes.
+/// Where one message of a spill file ends, and the CRC32 of its bytes.
+#[derive(Debug, Clone, Copy)]
+struct Segment {
+    end: u64,
+    crc: u32,
+}
+
+/// A writer that counts, checksums and charges the disk budget for what passes, and
+/// cuts the bytes into segments (one per IPC message) at the writer's word.
 struct Checksummed<W> {
     inner: W,
     crc: crc32fast::Hasher,
     bytes: u64,
+    segments: Vec<Segment>,
     dir: Arc<SpillDir>,
+}
+
+impl<W> Checksummed<W> {
+    /// Ends the current segment (nothing if no byte was written since the last).
+    fn cut(&mut self) {
+        if self.segments.last().map_or(0, |s| s.end) < self.bytes {
+            let crc = std::mem::replace(&mut self.crc, crc32fast::Hasher::new()).finalize();
+            self.segments.push(Segment { end: self.bytes, crc });
+        }
+    }
 }
 
 impl<W: Write> Write for Checksummed<W> {
@@ -232,7 +261,7 @@ pub(crate) struct SpillFile {
     schema: SchemaRef,
     rows: u64,
     bytes: u64,
-    crc: u32,
+    segments: Vec<Segment>,
     dir: Arc<SpillDir>,
 }
 
@@ -245,16 +274,27 @@ impl SpillFile {
         self.bytes
     }
 
-    /// Reads the file back batch by batch; the file is deleted once read and verified.
+    /// Reads the file back batch by batch, each checked before it is decoded; the file
+    /// is deleted once read.
     pub(crate) fn into_reader(self) -> Result<SpillReader> {
-        let file = File::open(&self.path)?;
-        let verifying = Verifying {
+        let damaged = |e: ArrowError| self.damaged(&e.to_string());
+        let file = File::open(&self.path).map_err(|e| self.damaged(&format!("cannot open it ({e})")))?;
+        let verified = Verified {
             inner: BufReader::with_capacity(1 << 16, file),
-            crc: crc32fast::Hasher::new(),
-            bytes: 0,
+            segments: self.segments.clone().into(),
+            message: Vec::new(),
+            served: 0,
+            read: 0,
         };
-        let reader = StreamReader::try_new(verifying, None)?;
+        let reader = StreamReader::try_new(verified, None).map_err(damaged)?;
         Ok(SpillReader { reader: Some(reader), file: self, rows: 0 })
+    }
+
+    /// A read failure of this file, as the `SpillError` that names it.
+    fn damaged(&self, what: &str) -> MergeError {
+        let what = what.strip_prefix("Io error: ").unwrap_or(what);
+        let message = format!("spill file {} is unreadable: {what}", self.path.display());
+        MergeError::Io(std::io::Error::new(std::io::ErrorKind::InvalidData, message))
     }
 }
 
@@ -266,67 +306,79 @@ impl Drop for SpillFile {
     }
 }
 
-struct Verifying<R> {
+/// Hands the IPC decoder a spill file's bytes one whole message at a time, each only
+/// after its length and CRC32 match what was written.
+struct Verified<R> {
     inner: R,
-    crc: crc32fast::Hasher,
-    bytes: u64,
+    segments: std::collections::VecDeque<Segment>,
+    /// The current message, verified.
+    message: Vec<u8>,
+    /// How much of `message` was handed out.
+    served: usize,
+    /// Bytes of the file read so far.
+    read: u64,
 }
 
-impl<R: Read> Read for Verifying<R> {
+impl<R: Read> Verified<R> {
+    fn next_message(&mut self) -> std::io::Result<bool> {
+        let Some(segment) = self.segments.pop_front() else { return Ok(false) };
+        let size = (segment.end - self.read) as usize;
+        self.message.resize(size, 0);
+        self.served = 0;
+        let corrupt = |what: String| std::io::Error::new(std::io::ErrorKind::InvalidData, what);
+        self.inner
+            .read_exact(&mut self.message)
+            .map_err(|_| corrupt(format!("it is cut short at byte {}", self.read)))?;
+        if crc32fast::hash(&self.message) != segment.crc {
+            return Err(corrupt(format!("bytes {}..{} fail their checksum", self.read, segment.end)));
+        }
+        self.read = segment.end;
+        Ok(true)
+    }
+}
+
+impl<R: Read> Read for Verified<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.crc.update(&buf[..n]);
-        self.bytes += n as u64;
+        if self.served == self.message.len() && !self.next_message()? {
+            return Ok(0);
+        }
+        let n = buf.len().min(self.message.len() - self.served);
+        buf[..n].copy_from_slice(&self.message[self.served..self.served + n]);
+        self.served += n;
         Ok(n)
     }
 }
 
-/// Batches of a spill file; ends with an error if the file is not what was written.
+/// Batches of a spill file; ends with a `SpillError` naming the file if it is not what
+/// was written.
 pub(crate) struct SpillReader {
-    reader: Option<StreamReader<Verifying<BufReader<File>>>>,
+    reader: Option<StreamReader<Verified<BufReader<File>>>>,
     file: SpillFile,
     rows: u64,
-}
-
-impl SpillReader {
-    fn verify(&mut self) -> Result<(), ArrowError> {
-        let Some(mut reader) = self.reader.take() else { return Ok(()) };
-        // Read to the very end so the checksum covers every byte.
-        let verifying = reader.get_mut();
-        std::io::copy(verifying, &mut std::io::sink())?;
-        let (bytes, crc) = (verifying.bytes, verifying.crc.clone().finalize());
-        let f = &self.file;
-        if self.rows != f.rows || bytes != f.bytes || crc != f.crc {
-            return Err(ArrowError::ExternalError(Box::new(MergeError::Io(std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                format!(
-                    "spill file {} is corrupt: read {} rows / {bytes} bytes (crc {crc:08x}), wrote {} rows / {} bytes (crc {:08x})",
-                    f.path.display(),
-                    self.rows,
-                    f.rows,
-                    f.bytes,
-                    f.crc
-                ),
-            )))));
-        }
-        Ok(())
-    }
 }
 
 impl Iterator for SpillReader {
     type Item = Result<RecordBatch, ArrowError>;
 
     fn next(&mut self) -> Option<Self::Item> {
+        let failed = |reader: &mut Option<_>, file: &SpillFile, what: String| {
+            *reader = None;
+            Some(Err(ArrowError::ExternalError(Box::new(file.damaged(&what)))))
+        };
         match self.reader.as_mut()?.next() {
             Some(Ok(batch)) => {
                 self.rows += batch.num_rows() as u64;
                 Some(Ok(batch))
             }
-            Some(Err(e)) => {
-                self.reader = None;
-                Some(Err(e))
+            Some(Err(e)) => failed(&mut self.reader, &self.file, e.to_string()),
+            None if self.rows != self.file.rows => {
+                let what = format!("read {} rows of the {} written", self.rows, self.file.rows);
+                failed(&mut self.reader, &self.file, what)
             }
-            None => self.verify().err().map(Err),
+            None => {
+                self.reader = None;
+                None
+            }
         }
     }
 }
@@ -381,27 +433,57 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_file_cut_at_a_batch_boundary_is_an_error_not_fewer_rows() {
-        let (_dir, file) = written(Compression::None);
-        // Keep the schema and the first batch only: a valid-looking IPC stream.
-        let bytes = fs::read(&file.path).unwrap();
-        let mut reader = StreamReader::try_new(std::io::Cursor::new(bytes.clone()), None).unwrap();
-        reader.next().unwrap().unwrap();
-        let first_batch_end = reader.get_ref().position() as usize;
-        fs::write(&file.path, &bytes[..first_batch_end]).unwrap();
-        let error = read_all(file).unwrap_err().to_string();
-        assert!(error.contains("corrupt") && error.contains("1000 rows"), "{error}");
+    /// Reads `file` after `damage` changed its bytes: the batches it yields before its
+    /// error, each of which must be the one written there.
+    fn read_damaged(compression: Compression, damage: impl Fn(&mut Vec<u8>)) {
+        let (_dir, file) = written(compression);
+        let (_, originals) = batches(3);
+        let mut bytes = fs::read(&file.path).unwrap();
+        damage(&mut bytes);
+        fs::write(&file.path, &bytes).unwrap();
+        let path = file.path.display().to_string();
+        let is_spill_error = |e: &MergeError| {
+            assert!(matches!(e, MergeError::Io(_)), "a spill error: {e}");
+            assert!(e.to_string().contains(&path), "{e} names the file");
+        };
+        let reader = match file.into_reader() {
+            Ok(reader) => reader,
+            Err(e) => return is_spill_error(&e),
+        };
+        let mut yielded = 0;
+        for item in reader {
+            match item {
+                Ok(batch) => {
+                    assert_eq!(batch, originals[yielded], "a batch read back differs from the one written");
+                    yielded += 1;
+                }
+                Err(ArrowError::ExternalError(e)) => {
+                    return is_spill_error(&e.downcast::<MergeError>().expect("a merge error"));
+                }
+                Err(other) => panic!("{other}"),
+            }
+        }
+        panic!("damage went unnoticed ({yielded} batches read)");
     }
 
     #[test]
-    fn a_flipped_byte_is_an_error() {
+    fn every_flipped_bit_is_an_error_before_any_row_of_its_batch() {
+        for compression in [Compression::None, Compression::Lz4, Compression::Zstd] {
+            let size = fs::read(&written(compression).1.path).unwrap().len();
+            for at in (0..size).step_by(29) {
+                read_damaged(compression, |b| b[at] ^= 1 << (at % 8));
+            }
+        }
+    }
+
+    #[test]
+    fn a_cut_file_is_an_error_not_fewer_rows() {
         let (_dir, file) = written(Compression::None);
-        let mut bytes = fs::read(&file.path).unwrap();
-        let last = bytes.len() - 20; // inside the last batch's values
-        bytes[last] ^= 0x40;
-        fs::write(&file.path, &bytes).unwrap();
-        assert!(read_all(file).unwrap_err().to_string().contains("corrupt"));
+        let ends: Vec<usize> = file.segments.iter().map(|s| s.end as usize).collect();
+        drop(file);
+        for end in ends[..ends.len() - 1].iter().flat_map(|&e| [e, e - 1, e + 1]) {
+            read_damaged(Compression::None, |b| b.truncate(end));
+        }
     }
 
     #[test]

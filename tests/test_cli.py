@@ -112,3 +112,21 @@ def test_table_commands_end_to_end(tmp_path):
     ]:
         result = run(*args)
         assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr, result.stderr
+
+
+def test_outputs_are_written_whole_or_not_at_all(tmp_path):
+    """A failed merge leaves an existing output as it was and no temporary file; an output
+    that is also an input is refused before anything is read."""
+    good = tmp_path / "good.parquet"
+    pq.write_table(pa.table({"id": [1, 2]}), good)
+    unsorted = tmp_path / "unsorted.parquet"
+    pq.write_table(pa.table({"id": [3, 1]}), unsorted)
+    out = tmp_path / "out.parquet"
+    pq.write_table(pa.table({"id": [42]}), out)
+    failed = run("merge", str(good), str(unsorted), "-k", "id", "-o", str(out))
+    assert failed.returncode != 0 and "not sorted" in failed.stderr
+    assert pq.read_table(out).column("id").to_pylist() == [42]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["good.parquet", "out.parquet", "unsorted.parquet"]
+    same = run("sort", str(good), "-k", "id", "-o", str(good))
+    assert same.returncode == 2 and "also an input" in same.stderr
+    assert pq.read_table(good).column("id").to_pylist() == [1, 2]

@@ -168,3 +168,9 @@ def test_an_exception_of_the_callers_iterable_comes_back_as_itself():
             raise KeyboardInterrupt
 
         list(mc.merge([interrupted()], key="k"))
+
+
+@pytest.mark.parametrize("limit", [1.5, "1.5", "0.5B", True])
+def test_a_byte_count_must_be_whole(limit):
+    with pytest.raises(mc.InvalidInputError, match="byte count"):
+        mc.sort(t([1]), key="k", memory_limit=limit)

@@ -132,3 +132,18 @@ def test_dates_and_decimals_round_trip_values():
         datetime.date(2021, 1, 1),
     ]
     assert out.column("x").to_pylist() == [decimal.Decimal("1.50"), decimal.Decimal("9.99"), decimal.Decimal("2.25")]
+
+
+def test_float_keys_follow_ieee_total_order_with_negative_nan_first():
+    """As docs/semantics.md says: -NaN < -inf < -0.0 < 0.0 < inf < NaN."""
+    import math
+    import struct
+
+    neg_nan = struct.unpack("<d", struct.pack("<Q", 0xFFF8_0000_0000_0000))[0]
+    keys = [float("nan"), 1.0, -0.0, float("inf"), neg_nan, 0.0, float("-inf")]
+    for merge in ("none", "deduplicate"):
+        out = mc.sort(pa.table({"k": keys}), key="k", merge=merge).read_all()["k"].to_pylist()
+        signs = [math.copysign(1, v) for v in out]
+        assert math.isnan(out[0]) and signs[0] < 0, out
+        assert out[1:5] == [float("-inf"), -0.0, 0.0, 1.0] and signs[2] < 0 < signs[3]
+        assert out[5] == float("inf") and math.isnan(out[6]) and signs[6] > 0

@@ -7,12 +7,11 @@ import json
 import time
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 import merge_core as mc
 
 from . import contest
-from .cli import UserError, _open_parquet, add_command, add_null_string_option
+from .cli import UserError, _open_parquet, add_command, add_null_string_option, write_stream
 
 EXAMPLES = """examples:
   merge-core table create lake/users --like data/0.parquet -k uuid --buckets 8 --preset contest
@@ -120,11 +119,7 @@ def cmd_read(args: argparse.Namespace) -> int:
     columns = args.columns.split(",") if args.columns else None
     start = time.perf_counter()
     stream = table.read(columns=columns, partitions=partitions or None, snapshot=args.snapshot)
-    rows = 0
-    with pq.ParquetWriter(args.output, stream.schema) as writer:
-        for batch in stream:
-            writer.write_batch(batch)
-            rows += batch.num_rows
+    rows = write_stream(stream, args.output)
     seconds = time.perf_counter() - start
     s = stream.stats
     print(

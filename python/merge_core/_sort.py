@@ -34,13 +34,15 @@ _UNITS = {
 
 
 def parse_size(value: int | str | None, what: str) -> int | None:
-    """Bytes from ``123``, ``"64MiB"``, ``"1.5 GB"`` (``None`` stays ``None``)."""
+    """Bytes from ``123``, ``"64MiB"``, ``"1.5 GB"`` (``None`` stays ``None``). A byte
+    count is a whole number: ``1.5`` (not a string with a unit) is refused."""
     if value is None or (isinstance(value, int) and not isinstance(value, bool)):
         if isinstance(value, int) and value <= 0:
             raise InvalidInputError(f"{what} must be positive, got {value}")
         return value
-    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*", str(value))
-    if not match or match.group(2).lower() not in _UNITS:
+    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*", value) if isinstance(value, str) else None
+    fraction_of_a_byte = match is not None and "." in match.group(1) and match.group(2).lower() in ("", "b")
+    if not match or match.group(2).lower() not in _UNITS or fraction_of_a_byte:
         raise InvalidInputError(f"{what} must be a byte count like 268435456 or '256MiB', got {value!r}")
     size = int(float(match.group(1)) * _UNITS[match.group(2).lower()])
     if size <= 0:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+import uuid
+from collections.abc import Iterable, Iterator
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -72,12 +74,30 @@ def _open_parquet(path: str) -> pq.ParquetFile:
         raise UserError(f"{path} is not a readable Parquet file ({e})") from e
 
 
-def _write_stream(stream: mc.Stream, out: str) -> int:
+def check_output(out: str, inputs: Iterable[str]) -> None:
+    """Refuses an output that is also an input (writing it would destroy the input)."""
+    target = os.path.realpath(out)
+    if any(os.path.realpath(i) == target for i in inputs):
+        raise UserError(f"the output {out} is also an input: choose another output file")
+
+
+def write_stream(stream: mc.Stream, out: str) -> int:
+    """Writes ``stream`` to the Parquet file ``out`` whole or not at all: into a temporary
+    file beside it, renamed over ``out`` only once every row is written (a failed or
+    interrupted run leaves ``out`` as it was and no temporary file)."""
+    folder, name = os.path.split(os.path.abspath(out))
+    temporary = os.path.join(folder, f".{name}.{uuid.uuid4().hex}.tmp")
     rows = 0
-    with pq.ParquetWriter(out, stream.schema) as writer:
-        for batch in stream:
-            writer.write_batch(batch)
-            rows += batch.num_rows
+    try:
+        with pq.ParquetWriter(temporary, stream.schema) as writer:
+            for batch in stream:
+                writer.write_batch(batch)
+                rows += batch.num_rows
+        os.replace(temporary, out)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(temporary)
+        raise
     return rows
 
 
@@ -85,10 +105,11 @@ def cmd_merge(args: argparse.Namespace) -> int:
     files = [_open_parquet(p) for p in args.runs]
     total = sum(f.metadata.num_rows for f in files)
     progress = Progress("merging", total)
+    check_output(args.output, args.runs)
     runs = [_parquet_batches(p, progress) for p in args.runs]
     stream = mc.merge(runs, key=args.key, merge=args.merge, algorithm=args.algorithm)
     start = time.perf_counter()
-    rows = _write_stream(stream, args.output)
+    rows = write_stream(stream, args.output)
     progress.finish()
     _summary("merge", start, stream.stats, rows, args.output)
     return 0
@@ -96,6 +117,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
 
 def cmd_sort(args: argparse.Namespace) -> int:
     total = _open_parquet(args.input).metadata.num_rows
+    check_output(args.output, [args.input])
     progress = Progress("sorting", total)
     start = time.perf_counter()
     stream = mc.sort(
@@ -106,7 +128,7 @@ def cmd_sort(args: argparse.Namespace) -> int:
         spill_dir=args.spill_dir,
     )
     progress.finish()
-    rows = _write_stream(stream, args.output)
+    rows = write_stream(stream, args.output)
     _summary("sort", start, stream.stats, rows, args.output)
     return 0
 

@@ -57,6 +57,13 @@ fn write_all(py: Python<'_>, buffer: &mut SortBuffer, mut run: Run) -> PyResult<
     }
 }
 
+/// Drops `value` without the GIL: dropping a sort or a merge joins its worker threads,
+/// and a worker that frees a buffer pyarrow owns needs the GIL to do so (holding it
+/// while joining deadlocked an interrupted table write).
+pub(crate) fn release<T: Send>(py: Python<'_>, value: T) {
+    py.detach(move || drop(value));
+}
+
 /// Sorts data larger than memory by spilling sorted runs to disk.
 #[pyclass(name = "SortBuffer", module = "merge_core")]
 pub(crate) struct PySortBuffer {
@@ -72,6 +79,14 @@ impl PySortBuffer {
         let buffer =
             slot.as_mut().ok_or_else(|| PyRuntimeError::new_err("the sort buffer was finished or closed"))?;
         f(buffer)
+    }
+}
+
+impl Drop for PySortBuffer {
+    fn drop(&mut self) {
+        if let Some(buffer) = self.inner.get_mut().ok().and_then(|slot| slot.take()) {
+            Python::attach(|py| release(py, buffer));
+        }
     }
 }
 
@@ -100,10 +115,9 @@ impl PySortBuffer {
     }
 
     /// Drops the buffered data and deletes any spill files now.
-    fn close(&self) {
-        if let Ok(mut slot) = self.inner.lock() {
-            slot.take();
-        }
+    fn close(&self, py: Python<'_>) {
+        let buffer = self.inner.lock().ok().and_then(|mut slot| slot.take());
+        release(py, buffer);
     }
 
     /// Bytes of memory accounted for now.

@@ -13,6 +13,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyDict};
 
 use super::errors::{guard, to_py_err};
+use super::sort::release;
 use crate::error::MergeError;
 use crate::stream::{MergeReader, MergeStream, StatsHandle};
 
@@ -45,6 +46,14 @@ impl PyStream {
     fn take(&self) -> PyResult<MergeStream> {
         let mut slot = self.inner.try_lock().map_err(|_| busy())?;
         slot.take().ok_or_else(consumed)
+    }
+}
+
+impl Drop for PyStream {
+    fn drop(&mut self) {
+        if let Some(stream) = self.inner.get_mut().ok().and_then(|slot| slot.take()) {
+            Python::attach(|py| release(py, stream));
+        }
     }
 }
 
@@ -94,17 +103,17 @@ impl PyStream {
         let mut slot = self.inner.try_lock().map_err(|_| busy())?;
         let Some(stream) = slot.as_mut() else { return Ok(None) };
         if let Err(interrupt) = py.check_signals() {
-            *slot = None; // release the inputs and buffered batches now
+            release(py, slot.take()); // the inputs and buffered batches go now
             return Err(interrupt);
         }
         match guard(py, || stream.next().transpose()) {
             Ok(Some(batch)) => Ok(Some(batch.to_pyarrow(py)?)),
             Ok(None) => {
-                *slot = None;
+                release(py, slot.take());
                 Ok(None)
             }
             Err(e) => {
-                *slot = None;
+                release(py, slot.take());
                 Err(e)
             }
         }
@@ -114,13 +123,18 @@ impl PyStream {
     fn read_all<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let mut stream = self.take()?;
         let mut batches: Vec<RecordBatch> = Vec::new();
-        loop {
-            py.check_signals()?;
-            match guard(py, || stream.next().transpose())? {
-                Some(batch) => batches.push(batch),
-                None => break,
+        let read = loop {
+            if let Err(interrupt) = py.check_signals() {
+                break Err(interrupt);
             }
-        }
+            match guard(py, || stream.next().transpose()) {
+                Ok(Some(batch)) => batches.push(batch),
+                Ok(None) => break Ok(()),
+                Err(e) => break Err(e),
+            }
+        };
+        release(py, stream);
+        read?;
         let table = Table::try_new(batches, self.schema.clone()).map_err(|e| to_py_err(py, e.into()))?;
         table.into_pyarrow(py)
     }
