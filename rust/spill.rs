@@ -1,10 +1,11 @@
 //! Spill files: sorted runs written to disk as Arrow IPC streams, in a private
 //! directory that disappears with its last user.
 //!
-//! - The directory is created with owner-only permissions (0700, whatever the umask),
-//!   holds a `pid` marker, and is removed when the last [`Arc<SpillDir>`] is dropped —
-//!   on success, on error, and when a stream is dropped half read. Directories left by a
-//!   process that was killed (no destructor ran) are swept by the next one.
+//! - The directory is created with owner-only permissions (0700, files 0600, whatever
+//!   the umask), holds a `lock` file its owner keeps locked, and is removed when the last
+//!   [`Arc<SpillDir>`] is dropped — on success, on error, and when a stream is dropped
+//!   half read. Directories left by a process that was killed (no destructor ran) are
+//!   swept by the next sort: their lock is free (see [`sweep_orphans`]).
 //! - Each file records, when written, where each of its IPC messages (the schema, every
 //!   batch, the end marker) ends and the CRC32 of the message's bytes. A reader checks a
 //!   message before the IPC decoder sees any of it, so a damaged or cut file fails with a
@@ -15,7 +16,7 @@
 
 use std::fs::{self, File};
 use std::io::{BufReader, BufWriter, Read, Write};
-use std::os::unix::fs::DirBuilderExt;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -29,6 +30,8 @@ use arrow_schema::{ArrowError, SchemaRef};
 use crate::error::{invalid, MergeError, Result};
 
 const PREFIX: &str = "merge-core-spill-";
+/// The file a spill directory's owner keeps locked while the directory is in use.
+const LOCK: &str = "lock";
 
 /// How spill files are compressed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -63,18 +66,19 @@ pub(crate) struct SpillDir {
     /// Bytes of the files now on disk.
     bytes_on_disk: AtomicU64,
     next_file: Mutex<u64>,
+    /// Held locked for the directory's life (see [`sweep_orphans`]).
+    _lock: File,
 }
 
 impl SpillDir {
     /// Creates a fresh directory under `parent` (the system temporary directory if
-    /// `None`), after sweeping directories left there by dead processes.
+    /// `None`).
     pub(crate) fn create(
         parent: Option<&Path>,
         compression: Compression,
         max_bytes: Option<u64>,
     ) -> Result<Self> {
         let parent = parent.map_or_else(std::env::temp_dir, Path::to_path_buf);
-        sweep_orphans(&parent);
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         let unique = COUNTER.fetch_add(1, Ordering::Relaxed);
         let nanos =
@@ -86,8 +90,16 @@ impl SpillDir {
                 format!("cannot create spill directory in {}: {e}", parent.display()),
             ))
         })?;
-        fs::write(path.join("pid"), std::process::id().to_string())?;
-        Ok(Self { path, compression, max_bytes, bytes_on_disk: AtomicU64::new(0), next_file: Mutex::new(0) })
+        let lock = File::create(path.join(LOCK))?;
+        lock.lock()?; // released when `lock` closes: on drop, or when the process dies
+        Ok(Self {
+            path,
+            compression,
+            max_bytes,
+            bytes_on_disk: AtomicU64::new(0),
+            next_file: Mutex::new(0),
+            _lock: lock,
+        })
     }
 
     pub(crate) fn path(&self) -> &Path {
@@ -124,7 +136,8 @@ impl SpillDir {
             Compression::Zstd => Some(CompressionType::ZSTD),
         };
         let options = IpcWriteOptions::default().try_with_compression(compression)?;
-        let file = BufWriter::with_capacity(1 << 20, File::create(path)?);
+        let file = fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path)?;
+        let file = BufWriter::with_capacity(1 << 20, file);
         let counting = Checksummed {
             inner: file,
             crc: crc32fast::Hasher::new(),
@@ -197,16 +210,19 @@ fn unwrap_disk_full(e: ArrowError) -> MergeError {
     }
 }
 
-/// Removes spill directories whose creating process no longer runs.
-fn sweep_orphans(parent: &Path) {
+/// Removes the spill directories under `parent` that nobody uses: each holds a `lock`
+/// file its sort keeps locked (`flock`) for the directory's life, so a directory whose
+/// lock can be taken belongs to a process that is gone, whatever PID namespace it ran
+/// in. Cheap (one listing); runs when a sort or table write starts.
+pub(crate) fn sweep_orphans(parent: &Path) {
     let Ok(entries) = fs::read_dir(parent) else { return };
     for entry in entries.flatten() {
         let name = entry.file_name();
-        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(PREFIX)) else { continue };
-        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else { continue };
-        let marker = fs::read_to_string(entry.path().join("pid")).ok();
-        let alive = Path::new(&format!("/proc/{pid}")).exists();
-        if !alive && marker.is_some_and(|m| m.trim() == pid.to_string()) {
+        if !name.to_str().is_some_and(|n| n.starts_with(PREFIX)) {
+            continue;
+        }
+        let Ok(lock) = File::open(entry.path().join(LOCK)) else { continue };
+        if lock.try_lock().is_ok() {
             let _ = fs::remove_dir_all(entry.path());
         }
     }
@@ -487,11 +503,31 @@ mod tests {
     }
 
     #[test]
+    fn a_sweep_removes_only_directories_nobody_holds() {
+        let parent = std::env::temp_dir().join(format!("merge-core-sweep-test-{}", std::process::id()));
+        fs::create_dir_all(&parent).unwrap();
+        let held = SpillDir::create(Some(&parent), Compression::None, None).unwrap();
+        let dropped_lock = SpillDir::create(Some(&parent), Compression::None, None).unwrap();
+        let abandoned = dropped_lock.path().to_path_buf();
+        // A killed process: its directory stays (no destructor), its lock goes with it.
+        dropped_lock._lock.unlock().unwrap();
+        std::mem::forget(dropped_lock);
+        let unrelated = parent.join("someone-else");
+        fs::create_dir_all(&unrelated).unwrap();
+        sweep_orphans(&parent);
+        assert!(held.path().exists(), "a directory in use survives the sweep");
+        assert!(!abandoned.exists(), "an abandoned directory is swept");
+        assert!(unrelated.exists(), "other directories are not touched");
+        drop(held);
+        fs::remove_dir_all(&parent).unwrap();
+    }
+
+    #[test]
     fn the_disk_cap_is_enforced() {
         let dir = Arc::new(SpillDir::create(None, Compression::None, Some(10_000)).unwrap());
         let (schema, batches) = batches(3);
         let error = dir.write(&schema, batches.into_iter().map(Ok)).err().unwrap();
         assert!(matches!(error, MergeError::DiskFull(_)), "{error}");
-        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1, "only the pid marker is left");
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1, "only the lock file is left");
     }
 }

@@ -363,3 +363,37 @@ def test_a_damaged_spill_file_never_yields_a_wrong_row(tmp_path, damage, compres
         # What came out is the start of the right answer, never a damaged row.
         assert got == want.column("k").to_pylist()[: len(got)]
     assert not list(tmp_path.iterdir()), "no spill directory is left behind"
+
+
+def test_a_sweep_spares_a_spill_directory_in_use_by_another_process(tmp_path):
+    """Liveness is the directory's lock, not a PID (a PID of another namespace may look
+    dead, or be reused): a directory whose lock is held survives every sweep."""
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(
+                f"""
+                import time, pyarrow as pa, merge_core as mc
+                buffer = mc.SortBuffer(pa.schema([("k", pa.int64())]), key="k", memory_limit="64KiB",
+                                       spill_dir={str(tmp_path)!r})
+                buffer.write(pa.table({{"k": list(range(100_000, 0, -1))}}))
+                print(buffer.spill_path, flush=True)
+                time.sleep(60)
+                """
+            ),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        held = Path(holder.stdout.readline().strip())
+        assert held.is_dir()
+        (held / "lock").touch()  # its pid would not tell: only the lock does
+        mc.sort(pa.table({"k": [2, 1]}), key="k", spill_dir=tmp_path).read_all()  # a sort starting sweeps
+        assert held.is_dir(), "a directory in use was swept"
+    finally:
+        holder.kill()
+        holder.communicate()
+    mc.sort(pa.table({"k": [2, 1]}), key="k", spill_dir=tmp_path).read_all()
+    assert not held.exists(), "the dead process's directory is swept by the next sort"

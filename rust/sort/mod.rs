@@ -132,6 +132,8 @@ impl SortBuffer {
             return Err(invalid!("max_fan_in must be at least 2"));
         }
         let mut layout = Layout::new(schema.clone(), &options.key, &options.versions, false)?;
+        // Spill directories of sorts that died: swept at every start, spilling or not.
+        crate::spill::sweep_orphans(&options.spill_dir.clone().unwrap_or_else(std::env::temp_dir));
         let plain_rows = options.versions.plain();
         let mut function = options.merge.clone().unwrap_or(MergeFunction::None);
         if options.partial {
