@@ -8,6 +8,8 @@ import os
 import subprocess
 import sys
 
+import merge_core as mc
+import pyarrow as pa
 import pytest
 
 MIB = 1 << 20
@@ -24,3 +26,20 @@ def test_peak_rss_of_a_sort_of_8x_the_limit(kind, key):
     assert figures["rows"] == figures["rows_out"] == figures["rows_in"]
     assert figures["peak_memory_bytes"] <= limit
     assert figures["peak_over_base"] <= 1.25 * limit + 64 * MIB, figures
+
+
+def test_a_list_column_is_charged_only_its_rows_elements():
+    """A slice of a list column keeps its whole child array; each row must be charged
+    its own elements, or a large input could not be sorted in a small budget at all."""
+    import numpy as np
+
+    n = 2_000_000
+    keys = np.random.default_rng(7).permutation(n)
+    lists = pa.ListArray.from_arrays(pa.array(np.arange(0, 3 * n + 1, 3), pa.int32()), pa.array(np.arange(3 * n)))
+    data = pa.table({"k": keys, "l": lists})  # one chunk: every slice shares the 48 MB child
+    stream = mc.sort(data, key="k", memory_limit="16MiB")
+    out = stream.read_all()
+    assert out.num_rows == n and out.column("k").to_pylist()[:3] == [0, 1, 2]
+    first = int(np.flatnonzero(keys == 0)[0])
+    assert out.column("l")[0].as_py() == [3 * first, 3 * first + 1, 3 * first + 2]
+    assert stream.stats["peak_memory_bytes"] <= 16 * 2**20

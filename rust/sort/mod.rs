@@ -33,6 +33,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef, RecordBatch};
+use arrow_data::ArrayData;
+use arrow_schema::DataType;
 use arrow_row::{RowConverter, Rows, SortField};
 use arrow_schema::SchemaRef;
 
@@ -502,11 +504,35 @@ impl Piece {
 
 /// Bytes of the buffers of `batch`'s rows (a slice counts only its share).
 fn data_bytes(batch: &RecordBatch) -> usize {
-    batch
-        .columns()
-        .iter()
-        .map(|c| c.to_data().get_slice_memory_size().unwrap_or_else(|_| c.get_array_memory_size()))
-        .sum()
+    batch.columns().iter().map(|c| slice_bytes(&c.to_data())).sum()
+}
+
+/// Bytes of an array's own share of its buffers. Like arrow's `get_slice_memory_size`,
+/// except that a list's child counts only the elements the list's rows use: a slice of
+/// one row of a list column keeps the whole child array, which arrow counts whole.
+fn slice_bytes(data: &ArrayData) -> usize {
+    let own = |offset_width: usize| (data.len() + 1) * offset_width + data.nulls().map_or(0, |_| data.len().div_ceil(8));
+    match data.data_type() {
+        DataType::List(_) | DataType::Map(_, _) => {
+            let offsets = &data.buffer::<i32>(0)[data.offset()..=data.offset() + data.len()];
+            let (start, end) = (offsets[0] as usize, offsets[data.len()] as usize);
+            own(4) + slice_bytes(&data.child_data()[0].slice(start, end - start))
+        }
+        DataType::LargeList(_) => {
+            let offsets = &data.buffer::<i64>(0)[data.offset()..=data.offset() + data.len()];
+            let (start, end) = (offsets[0] as usize, offsets[data.len()] as usize);
+            own(8) + slice_bytes(&data.child_data()[0].slice(start, end - start))
+        }
+        DataType::FixedSizeList(_, size) => {
+            let size = *size as usize;
+            let child = data.child_data()[0].slice(data.offset() * size, data.len() * size);
+            data.nulls().map_or(0, |_| data.len().div_ceil(8)) + slice_bytes(&child)
+        }
+        DataType::Struct(_) => {
+            data.nulls().map_or(0, |_| data.len().div_ceil(8)) + data.child_data().iter().map(slice_bytes).sum::<usize>()
+        }
+        _ => data.get_slice_memory_size().unwrap_or_else(|_| data.get_array_memory_size()),
+    }
 }
 
 /// Counts the output rows of an in-memory sort into the stream's stats.
