@@ -203,9 +203,44 @@ impl OutputBuilder {
         self.rows.len()
     }
 
-    /// Builds a batch of the first `n` pending rows. Computed columns can only be
-    /// built whole: a fold that computes emits at most one row per group, so the merge
-    /// never has more than a batch pending then.
+    /// How many of the first `n` pending rows fit one batch: a string or binary column
+    /// holds at most `i32::MAX` bytes (its offsets are 32-bit). Counted only for a column
+    /// whose stored batches together could exceed that; a `Newest` column is counted at
+    /// each row's largest candidate, an upper bound. At least one row.
+    pub(crate) fn rows_that_fit(&self, n: usize, store: &BatchStore) -> usize {
+        let mut fit = n;
+        for (c, sink) in self.sinks.iter().enumerate() {
+            let column_bytes =
+                |batch: usize, row: usize| byte_length(store.get(batch as u32).batch.column(c), row);
+            let lengths: Box<dyn Iterator<Item = usize> + '_> = match sink {
+                Sink::Computed(values) if values.is_text() => Box::new(values.text_bytes(n)),
+                _ if !is_narrow_bytes(self.columns.merged.field(c).data_type()) => continue,
+                _ if store.batches().map(|b| value_bytes(b.column(c))).sum::<usize>() <= MAX_BYTES => {
+                    continue
+                }
+                Sink::Whole => Box::new(self.rows[..n].iter().map(move |&(b, r)| column_bytes(b, r))),
+                Sink::Gather(rows) => Box::new(rows[..n].iter().map(move |&(b, r)| column_bytes(b, r))),
+                Sink::Newest { .. } => {
+                    let mut start = 0;
+                    Box::new(self.candidate_ends[..n].iter().map(move |&end| {
+                        let most = self.candidates[start..end].iter().map(|&(b, r)| column_bytes(b, r)).max();
+                        start = end;
+                        most.unwrap_or(0)
+                    }))
+                }
+                _ => continue,
+            };
+            let mut total = 0usize;
+            let fits = lengths.take_while(|&len| {
+                total += len;
+                total <= MAX_BYTES
+            });
+            fit = fit.min(fits.count());
+        }
+        fit.max(1)
+    }
+
+    /// Builds a batch of the first `n` pending rows.
     pub(crate) fn build(&mut self, n: usize, store: &BatchStore) -> Result<RecordBatch> {
         let (whole, kinds) = (&self.rows[..n], &self.kinds[..n]);
         let built = self
@@ -237,10 +272,7 @@ impl OutputBuilder {
                         column?
                     }
                     Sink::RowKind => row_kind_array(data_type, kinds),
-                    Sink::Computed(values) if values.len() == n => values.finish(data_type)?,
-                    Sink::Computed(_) => {
-                        return Err(MergeError::Internal("partial build of a computed column".into()))
-                    }
+                    Sink::Computed(values) => values.finish(data_type, n)?,
                     Sink::Unused => return Ok(None),
                 };
                 Ok(Some(column))
@@ -328,6 +360,34 @@ fn pick_newest(store: &BatchStore, rule: NewestRule, candidates: &[Index], ends:
             null
         })
         .collect()
+}
+
+/// Most bytes of values a string or binary array with 32-bit offsets can hold.
+const MAX_BYTES: usize = i32::MAX as usize;
+
+fn is_narrow_bytes(data_type: &DataType) -> bool {
+    matches!(data_type, DataType::Utf8 | DataType::Binary)
+}
+
+/// Bytes of the values of a string or binary column with 32-bit offsets.
+fn value_bytes(column: &ArrayRef) -> usize {
+    match column.data_type() {
+        DataType::Utf8 | DataType::Binary => {
+            let offsets = column.to_data();
+            let offsets = offsets.buffer::<i32>(0);
+            let (first, last) = (offsets[column.offset()], offsets[column.offset() + column.len()]);
+            (last - first) as usize
+        }
+        _ => 0,
+    }
+}
+
+/// Bytes of value `row` of a string or binary column with 32-bit offsets.
+fn byte_length(column: &ArrayRef, row: usize) -> usize {
+    let data = column.to_data();
+    let offsets = data.buffer::<i32>(0);
+    let at = column.offset() + row;
+    (offsets[at + 1] - offsets[at]) as usize
 }
 
 /// A list or map column of `rows`, their elements (or entries) gathered from the stored

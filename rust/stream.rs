@@ -396,7 +396,8 @@ impl<E: KeyEncoder, M: MergeEngine<E>> BatchSource for Merger<E, M> {
                 self.exhausted = true;
             }
         }
-        let n = self.builder.len().min(self.batch_size);
+        let n = self.builder.rows_that_fit(self.builder.len().min(self.batch_size), &self.runs.store);
+        let n = n.min(self.builder.len());
         let batch = if n == 0 { None } else { Some(self.builder.build(n, &self.runs.store)?) };
         self.release_batches();
         self.publish_stats(n);

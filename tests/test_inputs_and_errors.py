@@ -174,3 +174,14 @@ def test_an_exception_of_the_callers_iterable_comes_back_as_itself():
 def test_a_byte_count_must_be_whole(limit):
     with pytest.raises(mc.InvalidInputError, match="byte count"):
         mc.sort(t([1]), key="k", memory_limit=limit)
+
+
+def test_output_over_2_gib_of_strings_is_split_into_batches():
+    """25 keys of 100 MB strings (2.5 GB) at the default batch size: a string column holds
+    at most 2 GiB (32-bit offsets), so the output comes in more than one batch."""
+    big = "x" * 100_000_000
+    run = pa.table({"k": pa.array(range(25), pa.int64()), "s": pa.array([big] * 25)})
+    stream = mc.merge([run], key="k")
+    sizes = [batch.num_rows for batch in stream]
+    assert sum(sizes) == 25 and len(sizes) >= 2
+    del run, stream

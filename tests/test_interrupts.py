@@ -57,12 +57,16 @@ def test_an_interrupt_ends_the_process_promptly_and_leaves_no_spill(tmp_path, wh
         child.send_signal(signal.SIGINT)
         sent = time.perf_counter()
         try:
-            _, err = child.communicate(timeout=20)
+            out, err = child.communicate(timeout=20)
         except subprocess.TimeoutExpired:
             child.kill()
             pytest.fail(f"{what}: the process hung after Ctrl-C")
         waited = time.perf_counter() - sent
         assert waited < 3.0, f"{what}: {waited:.1f}s to stop after Ctrl-C"
-        assert child.returncode == 0 or "KeyboardInterrupt" in err, err[-2000:]
+        # A signal that lands after the work is done, while the interpreter shuts down
+        # (its handlers already reset), ends the process by SIGINT with nothing printed.
+        finished = "done" in out
+        stopped = child.returncode == 0 or "KeyboardInterrupt" in err
+        assert stopped or (finished and child.returncode == -signal.SIGINT), err[-2000:]
         left = [p for p in os.listdir(spill) if p.startswith("merge-core-spill-")]
         assert not left, f"{what}: spill directories left behind: {left}"

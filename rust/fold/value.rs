@@ -184,13 +184,8 @@ impl Computed {
         }
     }
 
-    pub(crate) fn len(&self) -> usize {
-        match self {
-            Self::Int(v) => v.len(),
-            Self::Float(v) => v.len(),
-            Self::Text(v) => v.len(),
-            Self::Bool(v) => v.len(),
-        }
+    pub(crate) fn is_text(&self) -> bool {
+        matches!(self, Self::Text(_))
     }
 
     /// Appends a value read from an input row (a key seen once).
@@ -207,8 +202,18 @@ impl Computed {
         }
     }
 
-    /// Builds the column (of the input column's type) and empties the buffer.
-    pub(crate) fn finish(&mut self, data_type: &DataType) -> Result<ArrayRef> {
+    /// Bytes of the first `n` values of a text buffer.
+    pub(crate) fn text_bytes(&self, n: usize) -> impl Iterator<Item = usize> + '_ {
+        let texts = match self {
+            Self::Text(v) => &v[..n.min(v.len())],
+            _ => &[][..],
+        };
+        texts.iter().map(|t| t.as_ref().map_or(0, String::len))
+    }
+
+    /// Builds the column (of the input column's type) of the first `n` values and
+    /// removes them from the buffer.
+    pub(crate) fn finish(&mut self, data_type: &DataType, n: usize) -> Result<ArrayRef> {
         use DataType::*;
         macro_rules! ints {
             ($v:expr, $arr:ty, $t:ty) => {
@@ -216,25 +221,34 @@ impl Computed {
             };
         }
         Ok(match (self, data_type) {
-            (Self::Int(v), Int8) => ints!(v.drain(..), Int8Array, i8),
-            (Self::Int(v), Int16) => ints!(v.drain(..), Int16Array, i16),
-            (Self::Int(v), Int32) => ints!(v.drain(..), Int32Array, i32),
-            (Self::Int(v), Int64) => ints!(v.drain(..), Int64Array, i64),
-            (Self::Int(v), UInt8) => ints!(v.drain(..), UInt8Array, u8),
-            (Self::Int(v), UInt16) => ints!(v.drain(..), UInt16Array, u16),
-            (Self::Int(v), UInt32) => ints!(v.drain(..), UInt32Array, u32),
-            (Self::Int(v), UInt64) => ints!(v.drain(..), UInt64Array, u64),
+            (Self::Int(v), Int8) => ints!(v.drain(..n), Int8Array, i8),
+            (Self::Int(v), Int16) => ints!(v.drain(..n), Int16Array, i16),
+            (Self::Int(v), Int32) => ints!(v.drain(..n), Int32Array, i32),
+            (Self::Int(v), Int64) => ints!(v.drain(..n), Int64Array, i64),
+            (Self::Int(v), UInt8) => ints!(v.drain(..n), UInt8Array, u8),
+            (Self::Int(v), UInt16) => ints!(v.drain(..n), UInt16Array, u16),
+            (Self::Int(v), UInt32) => ints!(v.drain(..n), UInt32Array, u32),
+            (Self::Int(v), UInt64) => ints!(v.drain(..n), UInt64Array, u64),
             (Self::Int(v), Decimal128(p, s)) => {
-                Arc::new(v.drain(..).collect::<Decimal128Array>().with_precision_and_scale(*p, *s)?)
+                Arc::new(v.drain(..n).collect::<Decimal128Array>().with_precision_and_scale(*p, *s)?)
             }
             (Self::Float(v), Float32) => {
-                Arc::new(v.drain(..).map(|x| x.map(|x| x as f32)).collect::<Float32Array>())
+                Arc::new(v.drain(..n).map(|x| x.map(|x| x as f32)).collect::<Float32Array>())
             }
-            (Self::Float(v), Float64) => Arc::new(v.drain(..).collect::<Float64Array>()),
-            (Self::Text(v), Utf8) => Arc::new(v.drain(..).collect::<StringArray>()),
-            (Self::Text(v), LargeUtf8) => Arc::new(v.drain(..).collect::<LargeStringArray>()),
-            (Self::Text(v), Utf8View) => Arc::new(v.drain(..).collect::<StringViewArray>()),
-            (Self::Bool(v), Boolean) => Arc::new(v.drain(..).collect::<BooleanArray>()),
+            (Self::Float(v), Float64) => Arc::new(v.drain(..n).collect::<Float64Array>()),
+            (Self::Text(v), Utf8) => {
+                if let Some(big) = v[..n].iter().flatten().find(|t| t.len() > i32::MAX as usize) {
+                    return Err(MergeError::InvalidInput(format!(
+                        "a computed string of {} bytes exceeds the 2 GiB a string (utf8) column holds; \
+                         use a large_string column",
+                        big.len()
+                    )));
+                }
+                Arc::new(v.drain(..n).collect::<StringArray>())
+            }
+            (Self::Text(v), LargeUtf8) => Arc::new(v.drain(..n).collect::<LargeStringArray>()),
+            (Self::Text(v), Utf8View) => Arc::new(v.drain(..n).collect::<StringViewArray>()),
+            (Self::Bool(v), Boolean) => Arc::new(v.drain(..n).collect::<BooleanArray>()),
             (_, other) => return Err(MergeError::Internal(format!("no computed column of type {other}"))),
         })
     }

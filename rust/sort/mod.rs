@@ -34,8 +34,8 @@ use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_data::ArrayData;
-use arrow_schema::DataType;
 use arrow_row::{RowConverter, Rows, SortField};
+use arrow_schema::DataType;
 use arrow_schema::SchemaRef;
 
 use crate::error::{invalid, MergeError, Result};
@@ -511,7 +511,9 @@ fn data_bytes(batch: &RecordBatch) -> usize {
 /// except that a list's child counts only the elements the list's rows use: a slice of
 /// one row of a list column keeps the whole child array, which arrow counts whole.
 fn slice_bytes(data: &ArrayData) -> usize {
-    let own = |offset_width: usize| (data.len() + 1) * offset_width + data.nulls().map_or(0, |_| data.len().div_ceil(8));
+    let own = |offset_width: usize| {
+        (data.len() + 1) * offset_width + data.nulls().map_or(0, |_| data.len().div_ceil(8))
+    };
     match data.data_type() {
         DataType::List(_) | DataType::Map(_, _) => {
             let offsets = &data.buffer::<i32>(0)[data.offset()..=data.offset() + data.len()];
@@ -529,7 +531,8 @@ fn slice_bytes(data: &ArrayData) -> usize {
             data.nulls().map_or(0, |_| data.len().div_ceil(8)) + slice_bytes(&child)
         }
         DataType::Struct(_) => {
-            data.nulls().map_or(0, |_| data.len().div_ceil(8)) + data.child_data().iter().map(slice_bytes).sum::<usize>()
+            data.nulls().map_or(0, |_| data.len().div_ceil(8))
+                + data.child_data().iter().map(slice_bytes).sum::<usize>()
         }
         _ => data.get_slice_memory_size().unwrap_or_else(|_| data.get_array_memory_size()),
     }

@@ -125,6 +125,7 @@ impl SortedBatches {
         if n == 0 {
             return Ok(None);
         }
+        let n = self.builder.rows_that_fit(n, &self.buffered.store);
         Ok(Some(self.builder.build(n, &self.buffered.store)?))
     }
 }
