@@ -14,6 +14,7 @@
 //! - [`groups`]: independent merges (a table's buckets) read as one stream;
 //! - [`files`]: Parquet data files (a Paimon table's) read as runs;
 //! - [`bucket`]: the stable key hash that sends a key to its bucket;
+//! - [`binary_row`]: Paimon's bucket function (the hash of a key's `BinaryRow`);
 //! - [`sort`] and `spill`: the spillable external sort ([`SortBuffer`]) and its files;
 //! - `python` (feature `python`): the `merge_core._native` extension module.
 //!
@@ -40,6 +41,7 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod binary_row;
 pub mod bucket;
 mod builder;
 pub mod engine;

@@ -26,6 +26,7 @@ from .errors import (
     MergeCoreError,
     SpillError,
     TableExistsError,
+    TableIOError,
     TableNotFoundError,
     UnsupportedFeatureError,
 )
@@ -108,6 +109,7 @@ __all__ = [
     "SpillError",
     "InternalError",
     "CommitConflictError",
+    "TableIOError",
     "TableNotFoundError",
     "TableExistsError",
     "CorruptTableError",

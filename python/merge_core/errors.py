@@ -26,6 +26,11 @@ class CommitConflictError(MergeCoreError):
     of the same files); the table is unchanged by the losing commit."""
 
 
+class TableIOError(MergeCoreError, OSError):
+    """Reading or writing a table's files failed (a full disk, a permission); the message
+    names the file. A failed write or commit leaves the table as it was."""
+
+
 class TableNotFoundError(MergeCoreError, FileNotFoundError):
     """No merge-core table at the given path (or no such snapshot)."""
 
@@ -50,6 +55,7 @@ __all__ = [
     "SpillError",
     "InternalError",
     "CommitConflictError",
+    "TableIOError",
     "TableNotFoundError",
     "TableExistsError",
     "CorruptTableError",

@@ -54,6 +54,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(table::bucket_ids, m)?)?;
     m.add_function(wrap_pyfunction!(table::merge_groups, m)?)?;
     m.add_function(wrap_pyfunction!(paimon::read_paimon, m)?)?;
+    m.add_function(wrap_pyfunction!(paimon::paimon_bucket_ids, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

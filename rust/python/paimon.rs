@@ -4,11 +4,12 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use arrow_pyarrow::FromPyArrow;
+use arrow_array::{Array, RecordBatch};
+use arrow_pyarrow::{FromPyArrow, ToPyArrow};
 use arrow_schema::Schema;
 use pyo3::prelude::*;
 
-use super::errors::guard;
+use super::errors::{guard, to_py_err};
 use super::options::merge_function;
 use super::stream::PyStream;
 use crate::files::{run_of_files, DataFile};
@@ -78,4 +79,27 @@ pub(crate) fn read_paimon(
     };
     let stream = guard(py, || merge_groups(schema, groups, options))?;
     Ok(PyStream::new(stream).with_extra_stats(stats))
+}
+
+/// The Paimon bucket (`0..buckets`, a `pyarrow.Int32Array`) of each row of `batch` by the
+/// bucket key `columns`, as Paimon's Java writer computes it.
+#[pyfunction]
+pub(crate) fn paimon_bucket_ids<'py>(
+    py: Python<'py>,
+    batch: &Bound<'py, PyAny>,
+    columns: Vec<String>,
+    buckets: i32,
+) -> PyResult<Bound<'py, PyAny>> {
+    let batch = RecordBatch::from_pyarrow_bound(batch)?;
+    let arrays = columns
+        .iter()
+        .map(|name| {
+            let column = batch.column_by_name(name).cloned();
+            column.ok_or_else(|| {
+                to_py_err(py, crate::error::invalid!("no bucket key column '{name}' in the data"))
+            })
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    let ids = guard(py, || crate::binary_row::paimon_bucket_ids(&arrays, &columns, buckets))?;
+    ids.to_data().to_pyarrow(py)
 }

@@ -93,3 +93,94 @@ def _var_bytes(row: memoryview, slot: bytes) -> bytes:
     if offset + size > len(row):
         raise CorruptTableError("a BinaryRow's variable-length field points past its end")
     return bytes(row[offset : offset + size])
+
+
+def encode(values: Sequence[Any], types: Sequence[pa.DataType]) -> bytes:
+    """``values`` (Python values of ``types``; timestamps also as integers of their unit)
+    as a manifest's serialized BinaryRow, arity prefix included, byte for byte as Java
+    writes it (unused bytes zero, since rows are compared and hashed as bytes)."""
+    arity = len(types)
+    base = header_size(arity)
+    row = bytearray(base + 8 * arity)
+    for i, (value, t) in enumerate(zip(values, types, strict=True)):
+        at = base + 8 * i
+        if value is None:
+            row[(i + 8) >> 3] |= 1 << ((i + 8) & 7)
+            if _wide(t):  # Java still reserves the value's variable part
+                size = 16 if pa.types.is_decimal(t) else 8
+                struct.pack_into("<Q", row, at, len(row) << 32)
+                row += bytes(size)
+            continue
+        _put(row, at, value, t)
+    return struct.pack(">i", arity) + bytes(row)
+
+
+def _wide(t: pa.DataType) -> bool:
+    """A decimal or timestamp too precise for its 8-byte slot."""
+    return (pa.types.is_decimal(t) and t.precision > 18) or (pa.types.is_timestamp(t) and _precision(t) > 3)
+
+
+def _put(row: bytearray, at: int, value: Any, t: pa.DataType) -> None:
+    if pa.types.is_boolean(t):
+        row[at] = 1 if value else 0
+    elif pa.types.is_int8(t):
+        struct.pack_into("<b", row, at, value)
+    elif pa.types.is_int16(t):
+        struct.pack_into("<h", row, at, value)
+    elif pa.types.is_date32(t):
+        days = value if isinstance(value, int) else (value - datetime.date(1970, 1, 1)).days
+        struct.pack_into("<i", row, at, days)
+    elif pa.types.is_time32(t):
+        if isinstance(value, datetime.time):
+            value = ((value.hour * 60 + value.minute) * 60 + value.second) * 1000 + value.microsecond // 1000
+        struct.pack_into("<i", row, at, value)
+    elif pa.types.is_int32(t):
+        struct.pack_into("<i", row, at, value)
+    elif pa.types.is_int64(t):
+        struct.pack_into("<q", row, at, value)
+    elif pa.types.is_float32(t):
+        struct.pack_into("<f", row, at, value)
+    elif pa.types.is_float64(t):
+        struct.pack_into("<d", row, at, value)
+    elif pa.types.is_string(t) or pa.types.is_binary(t) or pa.types.is_large_string(t):
+        _put_bytes(row, at, value.encode("utf-8") if isinstance(value, str) else bytes(value))
+    elif pa.types.is_decimal(t):
+        unscaled = int(decimal.Decimal(value).scaleb(t.scale))
+        if t.precision <= 18:
+            struct.pack_into("<q", row, at, unscaled)
+        else:
+            data = unscaled.to_bytes((unscaled + (unscaled < 0)).bit_length() // 8 + 1, "big", signed=True)
+            struct.pack_into("<Q", row, at, (len(row) << 32) | len(data))
+            row += data + bytes(16 - len(data))
+    elif pa.types.is_timestamp(t):
+        millis, nanos = _millis_and_nanos(value, t)
+        if _precision(t) <= 3:
+            struct.pack_into("<q", row, at, millis)
+        else:
+            struct.pack_into("<Q", row, at, (len(row) << 32) | nanos)
+            row += struct.pack("<q", millis)
+    else:
+        raise UnsupportedFeatureError(f"cannot encode a BinaryRow field of type {t}")
+
+
+def _put_bytes(row: bytearray, at: int, data: bytes) -> None:
+    if len(data) <= 7:
+        row[at : at + len(data)] = data
+        row[at + 7] = 0x80 | len(data)
+    else:
+        struct.pack_into("<Q", row, at, (len(row) << 32) | len(data))
+        row += data + bytes(-len(data) % 8)
+
+
+def _millis_and_nanos(value: Any, t: pa.TimestampType) -> tuple[int, int]:
+    """Epoch milliseconds and the nanoseconds within the millisecond (floored)."""
+    if isinstance(value, datetime.datetime):
+        if value.tzinfo is not None:
+            value = value.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+        micros = (value - EPOCH) // datetime.timedelta(microseconds=1)
+        return micros // 1000, micros % 1000 * 1000
+    per_milli = {"s": None, "ms": 1, "us": 1000, "ns": 1_000_000}[t.unit]
+    if per_milli is None:
+        return int(value) * 1000, 0
+    millis, rest = divmod(int(value), per_milli)
+    return millis, rest * (1_000_000 // per_milli)

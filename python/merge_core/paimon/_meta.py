@@ -151,8 +151,9 @@ def _identifier(entry: dict[str, Any]) -> tuple:
     )
 
 
-def live_files(root: Path, snapshot: Snapshot) -> list[DataFile]:
-    """The data files of ``snapshot``: every manifest entry of its base then delta lists, folded."""
+def live_entries(root: Path, snapshot: Snapshot) -> list[dict[str, Any]]:
+    """The ADD entries of ``snapshot``'s live files: every manifest entry of its base then
+    delta lists, folded (an ADD and a later DELETE of the same file cancel)."""
     live: dict[tuple, dict[str, Any]] = {}
     manifest_dir = root / "manifest"
     for listing in (snapshot.base_manifest_list, snapshot.delta_manifest_list):
@@ -169,7 +170,12 @@ def live_files(root: Path, snapshot: Snapshot) -> list[DataFile]:
                     raise CorruptTableError(f"snapshot {snapshot.id} deletes file {key[3]}, which it never added")
                 else:
                     raise CorruptTableError(f"manifest {meta['_FILE_NAME']}: unknown entry kind {entry['_KIND']}")
-    return [DataFile.of(e) for e in live.values()]
+    return list(live.values())
+
+
+def live_files(root: Path, snapshot: Snapshot) -> list[DataFile]:
+    """The data files of ``snapshot``."""
+    return [DataFile.of(e) for e in live_entries(root, snapshot)]
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -161,3 +162,58 @@ def schema_ids(root: Path) -> list[int]:
     folder = root / "schema"
     ids = [int(p.name.removeprefix("schema-")) for p in folder.glob("schema-*") if p.name[7:].isdigit()]
     return sorted(ids)
+
+
+def paimon_type(t: pa.DataType, nullable: bool, ids: Any) -> Any:
+    """An Arrow type as Paimon's JSON form of it (``ids`` numbers nested row fields)."""
+    suffix = "" if nullable else " NOT NULL"
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        element = paimon_type(t.value_type, t.value_field.nullable, ids)
+        return {"type": "ARRAY" + suffix, "element": element}
+    if pa.types.is_map(t):
+        key = paimon_type(t.key_type, False, ids)
+        return {"type": "MAP" + suffix, "key": key, "value": paimon_type(t.item_type, t.item_field.nullable, ids)}
+    if pa.types.is_struct(t):
+        fields = [{"id": next(ids), "name": f.name, "type": paimon_type(f.type, f.nullable, ids)} for f in t]
+        return {"type": "ROW" + suffix, "fields": fields}
+    return _atomic_name(t) + suffix
+
+
+def _atomic_name(t: pa.DataType) -> str:
+    for name, arrow in _ATOMIC.items():
+        if t == arrow and name != "INTEGER":
+            return name
+    if pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return "STRING"
+    if pa.types.is_large_binary(t) or pa.types.is_binary_view(t):
+        return "BYTES"
+    if pa.types.is_decimal128(t):
+        return f"DECIMAL({t.precision}, {t.scale})"
+    if pa.types.is_timestamp(t):
+        precision = {"s": 0, "ms": 3, "us": 6, "ns": 9}[t.unit]
+        return f"TIMESTAMP({precision})" + (" WITH LOCAL TIME ZONE" if t.tz else "")
+    if pa.types.is_time32(t) and t.unit == "ms":
+        return "TIME(3)"
+    raise InvalidInputError(f"type {t} has no Paimon equivalent merge-core writes")
+
+
+def schema_json(schema: pa.Schema, primary_keys: list[str], partition_keys: list[str], options: dict[str, str]) -> str:
+    """Schema 0 of a new table, in the JSON Paimon writes. Key columns are NOT NULL."""
+    top = len(schema)
+    nested = iter(range(top, 1 << 30))
+    fields = [
+        {"id": i, "name": f.name, "type": paimon_type(f.type, f.nullable and f.name not in primary_keys, nested)}
+        for i, f in enumerate(schema)
+    ]
+    highest = next(nested) - 1
+    document = {
+        "version": 3,
+        "id": 0,
+        "fields": fields,
+        "highestFieldId": highest,
+        "partitionKeys": partition_keys,
+        "primaryKeys": primary_keys,
+        "options": options,
+        "timeMillis": int(time.time() * 1000),
+    }
+    return json.dumps(document, indent=2)

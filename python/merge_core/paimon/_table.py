@@ -13,15 +13,18 @@ import numpy as np
 import pyarrow as pa
 
 from .. import _native
-from .._inputs import column_names
+from .._inputs import as_stream_source, batches_of, column_names
 from .._native import Stream
 from .._options import merge_spec
-from .._paimon_options import PaimonMerge, merge_from_paimon_options
-from ..errors import InvalidInputError, TableNotFoundError, UnsupportedFeatureError
+from .._paimon_options import PaimonMerge, merge_from_paimon_options, paimon_options
+from ..errors import InvalidInputError, TableExistsError, TableIOError, TableNotFoundError, UnsupportedFeatureError
 from ..table._prune import DynamicFilter
-from ._meta import Snapshot, latest_snapshot_id, live_files, snapshot_ids
+from ._commit import CommitMessage, Committer
+from ._expire import expire_snapshots
+from ._meta import DataFile, Snapshot, latest_snapshot_id, live_entries, live_files, snapshot_ids
 from ._plan import SEQUENCE_NUMBER, VALUE_KIND, Plan, Planner, Split
-from ._schema import TableSchema, load_schema, schema_ids
+from ._schema import TableSchema, load_schema, schema_ids, schema_json
+from ._write import DataFileWriter, TableWrite, remove_data_file
 
 READ_BATCH_ROWS = 64 * 1024
 
@@ -35,6 +38,23 @@ class PaimonTable:
         if not schema.primary_keys:
             raise UnsupportedFeatureError(f"{root} is an append table: merge-core reads primary-key tables")
         self._setup: PaimonMerge = merge_from_paimon_options(schema.options)
+
+    @classmethod
+    def create(
+        cls,
+        path: str | os.PathLike[str],
+        schema: pa.Schema,
+        key: str | Sequence[str],
+        partition_by: str | Sequence[str] = (),
+        buckets: int = 4,
+        merge: Any = "deduplicate",
+        sequence: str | Sequence[str] | None = None,
+        sequence_order: str = "ascending",
+        options: Mapping[str, str] | None = None,
+    ) -> PaimonTable:
+        """Creates an empty Paimon table at ``path`` (a new or empty directory): its
+        ``schema/schema-0`` with the options that make Paimon merge as ``merge`` does."""
+        return cls(*_create(Path(path), schema, key, partition_by, buckets, merge, sequence, sequence_order, options))
 
     @classmethod
     def open(cls, path: str | os.PathLike[str]) -> PaimonTable:
@@ -111,6 +131,144 @@ class PaimonTable:
 
     def __repr__(self) -> str:
         return f"<merge_core Paimon table {self._root} key={self.key} partition_by={self.partition_by}>"
+
+    # -- writing --------------------------------------------------------------------
+
+    def new_write(
+        self,
+        row_kind: str | None = None,
+        memory_limit: int | str = "256MiB",
+        spill_dir: str | os.PathLike[str] | None = None,
+    ) -> TableWrite:
+        """A write of any number of batches, sorted within ``memory_limit`` (spilling to
+        ``spill_dir``): ``write(data)`` as often as needed, then ``prepare_commit()``
+        gives the messages for :meth:`commit`. ``row_kind`` names a column of row kinds."""
+        return TableWrite(self._root, self._schema, self._setup, row_kind, memory_limit, spill_dir)
+
+    def commit(self, messages: Sequence[CommitMessage]) -> int | None:
+        """Commits what writes and compactions prepared, as Paimon does: the appends as
+        one snapshot, the compactions as the next; returns the last snapshot's id (None
+        if there was nothing to commit). If the commit fails, its files are removed."""
+        try:
+            return Committer(self._root, self._schema).commit(messages)
+        except BaseException:
+            for m in messages:
+                for f in m.data_files():
+                    remove_data_file(self._root, self._schema, m.partition, m.bucket, f)
+            raise
+
+    def write(
+        self,
+        data: Any,
+        row_kind: str | None = None,
+        memory_limit: int | str = "256MiB",
+        spill_dir: str | os.PathLike[str] | None = None,
+    ) -> dict[str, int | None]:
+        """Writes ``data`` (any Arrow-tabular object with the table's columns) as one
+        commit: rows go to their buckets by Paimon's bucket function and become one
+        level-0 file per (partition, bucket). Returns the snapshot, rows and files."""
+        with self.new_write(row_kind, memory_limit, spill_dir) as write:
+            write.write(data)
+            messages = write.prepare_commit()
+        snapshot = self.commit(messages)
+        rows = sum(f["_ROW_COUNT"] for m in messages for f in m.new_files)
+        return {"snapshot": snapshot, "rows": rows, "files": len(messages)}
+
+    def delete(self, keys: Any, memory_limit: int | str = "256MiB") -> dict[str, int | None]:
+        """Deletes the rows of the given keys: ``keys`` holds the primary key columns."""
+        source = as_stream_source(keys)
+        reader = batches_of(source)[1] if source is not None else iter(())
+        schema = self.schema
+        needed = set(self.key)
+
+        def as_deletes(batch: pa.RecordBatch) -> pa.RecordBatch:
+            missing = [c for c in self.key if c not in batch.schema.names]
+            if missing:
+                raise InvalidInputError(f"deleting needs the primary key columns; missing {missing}")
+            required = [f.name for f in schema if f.name not in needed and not f.nullable]
+            if required:
+                raise InvalidInputError(f"deleting from a table whose value columns {required} are NOT NULL")
+            n = batch.num_rows
+            columns = [batch.column(f.name) if f.name in needed else pa.nulls(n, f.type) for f in schema]
+            kinds = pa.array(np.full(n, 3, np.int8))  # -D
+            return pa.RecordBatch.from_arrays([*columns, kinds], names=[*schema.names, VALUE_KIND])
+
+        out_schema = pa.schema([f.remove_metadata() for f in schema]).append(pa.field(VALUE_KIND, pa.int8()))
+        deletes = pa.RecordBatchReader.from_batches(out_schema, (as_deletes(b) for b in reader))
+        return self.write(deletes, row_kind=VALUE_KIND, memory_limit=memory_limit)
+
+    def compact(self, full: bool = False, memory_limit: int | str = "256MiB") -> dict[str, int | None]:
+        """Merges the files of each bucket into one sorted run at the top level, as one
+        COMPACT commit. ``full``: every bucket not already one file at the top level;
+        otherwise only buckets with at least ``num-sorted-run.compaction-trigger`` (5)
+        sorted runs. Deleted keys are dropped, as Paimon's full compaction drops them."""
+        if _deletion_vectors(self._schema):
+            raise UnsupportedFeatureError("compacting a table with deletion vectors is not supported yet")
+        latest = latest_snapshot_id(self._root)
+        if latest is None:
+            return {"snapshot": None, "files_merged": 0, "files_written": 0}
+        snap = self.snapshot(latest)
+        schema = self._schema_of(snap)
+        top = _top_level(schema)
+        entries = live_entries(self._root, snap)
+        by_bucket: dict[tuple[bytes, int], list[dict[str, Any]]] = {}
+        for e in entries:
+            by_bucket.setdefault((e["_PARTITION"], e["_BUCKET"]), []).append(e)
+        trigger = int(schema.options.get("num-sorted-run.compaction-trigger", "5"))
+        chosen = {k: v for k, v in by_bucket.items() if _needs_compaction(v, top, full, trigger)}
+        messages: list[CommitMessage] = []
+        try:
+            for (partition, bucket), group in sorted(chosen.items()):
+                after = self._merge_bucket(snap, schema, [DataFile.of(e) for e in group], top)
+                before = tuple(e["_FILE"] for e in group)
+                total = group[0]["_TOTAL_BUCKETS"]
+                messages.append(CommitMessage(partition, bucket, total, compact_before=before, compact_after=after))
+            snapshot = self.commit(messages) if messages else None
+        except BaseException:
+            for m in messages:
+                for f in m.compact_after:
+                    remove_data_file(self._root, self._schema, m.partition, m.bucket, f)
+            raise
+        merged = sum(len(m.compact_before) for m in messages)
+        return {
+            "snapshot": snapshot or latest,
+            "files_merged": merged,
+            "files_written": sum(len(m.compact_after) for m in messages),
+        }
+
+    def _merge_bucket(
+        self, snap: Snapshot, schema: TableSchema, files: list[DataFile], level: int
+    ) -> tuple[dict[str, Any], ...]:
+        """One bucket's files merged (deletes dropped) into one new file at ``level``."""
+        columns = tuple(schema.arrow.names)
+        planner = Planner(self._root, snap, schema, columns, _read_columns(schema, self._setup, list(columns)))
+        splits = planner.splits(files, None)
+        sections = tuple(section for split in splits for section in split.sections)
+        first = splits[0]
+        whole = Split(snap.id, schema.id, columns, first.partition, first.bucket, sections)
+        stream = self._read([whole], schema, list(columns), READ_BATCH_ROWS, 1, {})
+        lowest = min(f.min_sequence for f in files)
+        writer = DataFileWriter(self._root, schema, first.partition, first.bucket, level, lowest)
+        try:
+            for batch in stream:
+                writer.write(batch)
+            if writer.rows == 0:  # every key deleted
+                writer.abort()
+                return ()
+            written = writer.close()
+        except BaseException:
+            writer.abort()
+            raise
+        return (written,)
+
+    def expire(self, keep_snapshots: int = 1, orphan_age: float = 3600.0) -> dict[str, int]:
+        """Removes snapshots older than the newest ``keep_snapshots``, then the data and
+        manifest files no kept snapshot uses: at once if an expired snapshot used them,
+        else (files of failed writes) once they are ``orphan_age`` seconds old, so that
+        the files of a write in progress are never taken. Index files are kept."""
+        if not isinstance(keep_snapshots, int) or isinstance(keep_snapshots, bool) or keep_snapshots < 1:
+            raise InvalidInputError(f"keep_snapshots must be at least 1, got {keep_snapshots!r}")
+        return expire_snapshots(self._root, self._schema, keep_snapshots, orphan_age)
 
     # -- reading --------------------------------------------------------------------
 
@@ -292,3 +450,93 @@ def _values(schema: TableSchema, column: str, values: pa.Array, strict: bool) ->
         if strict:
             raise InvalidInputError(f"partition values {values.to_pylist()!r} do not fit column {column!r}: {e}") from e
         return None
+
+
+def _deletion_vectors(schema: TableSchema) -> bool:
+    return schema.options.get("deletion-vectors.enabled", "false").lower() == "true"
+
+
+def _top_level(schema: TableSchema) -> int:
+    """The highest level of the table's LSM tree (Paimon: ``num-levels`` - 1, by default
+    one more level than ``num-sorted-run.compaction-trigger`` runs)."""
+    levels = schema.options.get("num-levels")
+    trigger = int(schema.options.get("num-sorted-run.compaction-trigger", "5"))
+    return (int(levels) if levels else trigger + 1) - 1
+
+
+def _needs_compaction(entries: list[dict[str, Any]], top: int, full: bool, trigger: int) -> bool:
+    files = [e["_FILE"] for e in entries]
+    if full:
+        return len(files) > 1 or files[0]["_LEVEL"] != top or bool(files[0].get("_DELETE_ROW_COUNT"))
+    runs = sum(f["_LEVEL"] == 0 for f in files) + len({f["_LEVEL"] for f in files if f["_LEVEL"] > 0})
+    return runs >= trigger
+
+
+def _create(
+    root: Path,
+    schema: pa.Schema,
+    key: Any,
+    partition_by: Any,
+    buckets: int,
+    merge: Any,
+    sequence: Any,
+    sequence_order: str,
+    options: Mapping[str, str] | None,
+) -> tuple[Path, TableSchema]:
+    """Writes schema 0 of a new table; returns the root and the schema as read back."""
+    if not isinstance(schema, pa.Schema):
+        raise InvalidInputError(f"schema must be a pyarrow.Schema, got {type(schema).__name__}")
+    keys, partitions = column_names(key, "key"), column_names(partition_by, "partition_by")
+    sequences = column_names(sequence, "sequence")
+    if not keys:
+        raise InvalidInputError("a table needs a key")
+    names = schema.names
+    if len(set(names)) != len(names):
+        raise InvalidInputError("the schema has duplicate column names")
+    system = [n for n in names if n.startswith("_KEY_") or n in (SEQUENCE_NUMBER, VALUE_KIND)]
+    if system:
+        raise InvalidInputError(f"column names {system} are reserved by Paimon")
+    for what, cols in (("key", keys), ("partition_by", partitions), ("sequence", sequences)):
+        unknown = [c for c in cols if c not in names]
+        if unknown:
+            raise InvalidInputError(f"{what} names columns {unknown} that the schema does not have ({names})")
+    if not isinstance(buckets, int) or isinstance(buckets, bool) or not 1 <= buckets <= 1 << 16:
+        raise InvalidInputError(f"buckets must be an integer from 1 to 65536, got {buckets!r}")
+    table_options = {**paimon_options(merge, sequences, sequence_order), "bucket": str(buckets)}
+    table_options.update({str(k): str(v) for k, v in (options or {}).items()})
+    # Paimon's primary key includes the partition columns.
+    primary = [*[p for p in partitions if p not in keys], *keys]
+    text = schema_json(schema, primary, partitions, table_options)
+    parsed = TableSchema.parse(text, "the new schema")
+    merge_from_paimon_options(parsed.options)  # the options must read back
+    _check_merge(parsed)
+    folder = root / "schema"
+    if schema_ids(root):
+        raise TableExistsError(f"a table already exists at {root}")
+    if root.exists() and any(root.iterdir()):
+        raise InvalidInputError(f"{root} is not empty; a table needs a new or empty directory")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        temporary = folder / f".schema-0.{os.getpid()}.tmp"
+        temporary.write_text(text)
+        try:
+            os.link(temporary, folder / "schema-0")
+        except FileExistsError as e:
+            raise TableExistsError(f"a table already exists at {root}") from e
+        finally:
+            temporary.unlink(missing_ok=True)
+    except OSError as e:
+        if isinstance(e, TableExistsError):
+            raise
+        raise TableIOError(f"creating the table at {root} failed: {e}") from e
+    return root, parsed
+
+
+def _check_merge(schema: TableSchema) -> None:
+    """Fails now, not at the first write, if the merge function does not fit the schema."""
+    root = Path(os.devnull)
+    setup = merge_from_paimon_options(schema.options)
+    try:
+        TableWrite(root, schema, setup, None, "1MiB", None).close()
+    except ValueError as e:
+        raise InvalidInputError(f"the merge function does not fit the table: {e}") from e

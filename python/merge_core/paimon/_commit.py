@@ -1,0 +1,384 @@
+"""Committing to a Paimon table: what tasks wrote (:class:`CommitMessage`) becomes a
+manifest, manifest lists and a new snapshot, created atomically.
+
+A commit writes the *delta* manifest (this commit's ADD and DELETE entries), a base
+manifest list (the previous snapshot's base and delta manifests, folded into one
+manifest once there are many) and a delta manifest list, then claims ``snapshot-N``
+with a hard link, which fails if another writer claimed it first. Then it retries on
+the new latest snapshot: an append always can; a compaction only if the files it
+replaced are all still live, else :class:`CommitConflictError`. Files of a commit that
+did not land are removed; ``LATEST`` and ``EARLIEST`` are hints, as in Paimon.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import fastavro
+import pyarrow as pa
+
+from ..errors import CommitConflictError, TableIOError
+from . import _binary
+from ._meta import ADD, DELETE, MANIFEST_VERSIONS, Snapshot, latest_snapshot_id, live_entries, read_avro
+from ._schema import TableSchema
+
+BATCH_COMMIT_IDENTIFIER = (1 << 63) - 1  # what Paimon's batch writers use
+MERGE_MIN_COUNT = 30  # manifests in a base list before they are folded into one
+MAX_ATTEMPTS = 100
+
+
+def _stats(name: str) -> dict[str, Any]:
+    return {
+        "type": "record",
+        "name": name,
+        "fields": [
+            {"name": "_MIN_VALUES", "type": "bytes"},
+            {"name": "_MAX_VALUES", "type": "bytes"},
+            {"name": "_NULL_COUNTS", "type": ["null", {"type": "array", "items": ["null", "long"]}], "default": None},
+        ],
+    }
+
+
+def _optional(name: str, type_: Any) -> dict[str, Any]:
+    return {"name": name, "type": ["null", type_], "default": None}
+
+
+# The record shapes Java writes (Paimon 1.3), field by field: Java maps fields by name but
+# needs its own primitive types and ["null", T] unions.
+MANIFEST_ENTRY = fastavro.parse_schema(
+    {
+        "type": "record",
+        "name": "record",
+        "namespace": "org.apache.paimon.avro.generated",
+        "fields": [
+            {"name": "_VERSION", "type": "int"},
+            {"name": "_KIND", "type": "int"},
+            {"name": "_PARTITION", "type": "bytes"},
+            {"name": "_BUCKET", "type": "int"},
+            {"name": "_TOTAL_BUCKETS", "type": "int"},
+            {
+                "name": "_FILE",
+                "type": {
+                    "type": "record",
+                    "name": "record__FILE",
+                    "fields": [
+                        {"name": "_FILE_NAME", "type": "string"},
+                        {"name": "_FILE_SIZE", "type": "long"},
+                        {"name": "_ROW_COUNT", "type": "long"},
+                        {"name": "_MIN_KEY", "type": "bytes"},
+                        {"name": "_MAX_KEY", "type": "bytes"},
+                        {"name": "_KEY_STATS", "type": _stats("record__FILE__KEY_STATS")},
+                        {"name": "_VALUE_STATS", "type": _stats("record__FILE__VALUE_STATS")},
+                        {"name": "_MIN_SEQUENCE_NUMBER", "type": "long"},
+                        {"name": "_MAX_SEQUENCE_NUMBER", "type": "long"},
+                        {"name": "_SCHEMA_ID", "type": "long"},
+                        {"name": "_LEVEL", "type": "int"},
+                        {"name": "_EXTRA_FILES", "type": {"type": "array", "items": "string"}},
+                        _optional("_CREATION_TIME", {"type": "long", "logicalType": "timestamp-millis"}),
+                        _optional("_DELETE_ROW_COUNT", "long"),
+                        _optional("_EMBEDDED_FILE_INDEX", "bytes"),
+                        _optional("_FILE_SOURCE", "int"),
+                        _optional("_VALUE_STATS_COLS", {"type": "array", "items": "string"}),
+                        _optional("_EXTERNAL_PATH", "string"),
+                        _optional("_FIRST_ROW_ID", "long"),
+                        _optional("_WRITE_COLS", {"type": "array", "items": "string"}),
+                    ],
+                },
+            },
+        ],
+    }
+)
+MANIFEST_FILE_META = fastavro.parse_schema(
+    {
+        "type": "record",
+        "name": "record",
+        "namespace": "org.apache.paimon.avro.generated",
+        "fields": [
+            {"name": "_VERSION", "type": "int"},
+            {"name": "_FILE_NAME", "type": "string"},
+            {"name": "_FILE_SIZE", "type": "long"},
+            {"name": "_NUM_ADDED_FILES", "type": "long"},
+            {"name": "_NUM_DELETED_FILES", "type": "long"},
+            {"name": "_PARTITION_STATS", "type": _stats("record__PARTITION_STATS")},
+            {"name": "_SCHEMA_ID", "type": "long"},
+            _optional("_MIN_BUCKET", "int"),
+            _optional("_MAX_BUCKET", "int"),
+            _optional("_MIN_LEVEL", "int"),
+            _optional("_MAX_LEVEL", "int"),
+        ],
+    }
+)
+AVRO_CODECS = {"zstd": "zstandard", "none": "null", "snappy": "snappy", "deflate": "deflate"}
+
+
+@dataclass(frozen=True)
+class CommitMessage:
+    """What one task changed in one (partition, bucket): files it wrote (``new_files``,
+    level 0) and, for a compaction, the files it replaced and their replacements. Files
+    are their manifest records (``_FILE``). Picklable, so tasks can send it to a driver."""
+
+    partition: bytes
+    bucket: int
+    total_buckets: int
+    new_files: tuple[dict[str, Any], ...] = ()
+    compact_before: tuple[dict[str, Any], ...] = ()
+    compact_after: tuple[dict[str, Any], ...] = ()
+
+    @property
+    def is_compaction(self) -> bool:
+        return bool(self.compact_before or self.compact_after)
+
+    def data_files(self) -> list[dict[str, Any]]:
+        """The files this message adds (removed again if its commit fails)."""
+        return [*self.new_files, *self.compact_after]
+
+    def append_entries(self) -> list[dict[str, Any]]:
+        return [self._entry(ADD, f) for f in self.new_files]
+
+    def compact_entries(self) -> list[dict[str, Any]]:
+        return [
+            *(self._entry(DELETE, f) for f in self.compact_before),
+            *(self._entry(ADD, f) for f in self.compact_after),
+        ]
+
+    def _entry(self, kind: int, f: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "_VERSION": 2,
+            "_KIND": kind,
+            "_PARTITION": self.partition,
+            "_BUCKET": self.bucket,
+            "_TOTAL_BUCKETS": self.total_buckets,
+            "_FILE": f,
+        }
+
+
+@dataclass
+class _Attempt:
+    """The metadata files one commit attempt wrote: removed if its snapshot did not land."""
+
+    root: Path
+    written: list[Path] = field(default_factory=list)
+
+    def remove(self) -> None:
+        for path in self.written:
+            path.unlink(missing_ok=True)
+
+
+class Committer:
+    """Writes manifests and snapshots for one writer (``commit_user``)."""
+
+    def __init__(self, root: Path, schema: TableSchema, commit_user: str | None = None):
+        self.root, self.schema = root, schema
+        self.commit_user = commit_user or str(uuid.uuid4())
+        self.partition_types = [schema.field(k).type for k in schema.partition_keys]
+        self.codec = AVRO_CODECS.get(schema.options.get("manifest.compression", "zstd").lower(), "zstandard")
+        self._names = f"{uuid.uuid4()}-"
+        self._counter = 0
+
+    def commit(self, messages: Sequence[CommitMessage]) -> int | None:
+        """Commits the appends of ``messages`` as one snapshot, then their compactions as
+        another (as Paimon does); returns the last snapshot's id (``None``: nothing to commit)."""
+        last = None
+        for kind, entries in (
+            ("APPEND", [e for m in messages for e in m.append_entries()]),
+            ("COMPACT", [e for m in messages for e in m.compact_entries()]),
+        ):
+            if entries:
+                last = self._commit(entries, kind)
+        return last
+
+    def _commit(self, entries: list[dict[str, Any]], kind: str) -> int:
+        for _ in range(MAX_ATTEMPTS):
+            latest_id = latest_snapshot_id(self.root)
+            latest = None if latest_id is None else Snapshot.load(self.root, latest_id)
+            live = [] if latest is None else live_entries(self.root, latest)
+            _check(entries, live, kind)
+            attempt = _Attempt(self.root)
+            try:
+                snapshot_id = self._try_commit(latest, live, entries, kind, attempt)
+            except BaseException:
+                attempt.remove()
+                raise
+            if snapshot_id is not None:
+                self._hint("LATEST", snapshot_id)
+                if snapshot_id == 1:
+                    self._hint("EARLIEST", 1)
+                return snapshot_id
+            attempt.remove()
+            time.sleep(0.001)
+        raise CommitConflictError(f"gave up committing to {self.root} after {MAX_ATTEMPTS} lost races")
+
+    def _try_commit(
+        self,
+        latest: Snapshot | None,
+        live: list[dict[str, Any]],
+        entries: list[dict[str, Any]],
+        kind: str,
+        attempt: _Attempt,
+    ) -> int | None:
+        """Writes this attempt's metadata and claims the next snapshot id (``None``: lost)."""
+        if latest is None:
+            base_metas: list[dict[str, Any]] = []
+        else:
+            base_metas = self._base(latest, live, attempt)
+        delta_meta = self._manifest(entries, attempt)
+        base_list, base_size = self._manifest_list(base_metas, attempt)
+        delta_list, delta_size = self._manifest_list([delta_meta], attempt)
+        added = sum(e["_FILE"]["_ROW_COUNT"] for e in entries if e["_KIND"] == ADD)
+        deleted = sum(e["_FILE"]["_ROW_COUNT"] for e in entries if e["_KIND"] == DELETE)
+        snapshot_id = 1 if latest is None else latest.id + 1
+        document = {
+            "version": 3,
+            "id": snapshot_id,
+            "schemaId": self.schema.id,
+            "baseManifestList": base_list,
+            "baseManifestListSize": base_size,
+            "deltaManifestList": delta_list,
+            "deltaManifestListSize": delta_size,
+            "changelogManifestList": None,
+            **({"indexManifest": latest.index_manifest} if latest and latest.index_manifest else {}),
+            "commitUser": self.commit_user,
+            "commitIdentifier": BATCH_COMMIT_IDENTIFIER,
+            "commitKind": kind,
+            "timeMillis": int(time.time() * 1000),
+            "logOffsets": {},
+            "totalRecordCount": (latest.total_record_count if latest else 0) + added - deleted,
+            "deltaRecordCount": added - deleted,
+            "changelogRecordCount": 0,
+        }
+        return snapshot_id if self._claim(snapshot_id, json.dumps(document, indent=2)) else None
+
+    def _base(self, latest: Snapshot, live: list[dict[str, Any]], attempt: _Attempt) -> list[dict[str, Any]]:
+        """The new base list: the latest snapshot's base and delta manifests, or, once they
+        are many, one manifest of its live files."""
+        manifest_dir = self.root / "manifest"
+        metas = [
+            *read_avro(manifest_dir / latest.base_manifest_list, MANIFEST_VERSIONS),
+            *read_avro(manifest_dir / latest.delta_manifest_list, MANIFEST_VERSIONS),
+        ]
+        if len(metas) < MERGE_MIN_COUNT:
+            return metas
+        return [self._manifest(live, attempt)] if live else []
+
+    def _new_name(self, prefix: str) -> str:
+        self._counter += 1
+        return f"{prefix}-{self._names}{self._counter - 1}"
+
+    def _write_avro(self, prefix: str, schema: Any, records: list[dict[str, Any]], attempt: _Attempt) -> Path:
+        path = self.root / "manifest" / self._new_name(prefix)
+        attempt.written.append(path)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with open(path, "wb") as out:
+                fastavro.writer(out, schema, records, codec=self.codec)
+        except OSError as e:
+            raise TableIOError(f"writing {path} failed: {e}") from e
+        return path
+
+    def _manifest(self, entries: list[dict[str, Any]], attempt: _Attempt) -> dict[str, Any]:
+        """Writes ``entries`` as one manifest; returns its record for a manifest list."""
+        path = self._write_avro("manifest", MANIFEST_ENTRY, entries, attempt)
+        partitions = [_binary.decode(e["_PARTITION"], self.partition_types) for e in entries]
+        buckets = [e["_BUCKET"] for e in entries]
+        levels = [e["_FILE"]["_LEVEL"] for e in entries]
+        return {
+            "_VERSION": 2,
+            "_FILE_NAME": path.name,
+            "_FILE_SIZE": path.stat().st_size,
+            "_NUM_ADDED_FILES": sum(e["_KIND"] == ADD for e in entries),
+            "_NUM_DELETED_FILES": sum(e["_KIND"] == DELETE for e in entries),
+            "_PARTITION_STATS": value_stats(partitions, self.partition_types),
+            "_SCHEMA_ID": max((e["_FILE"]["_SCHEMA_ID"] for e in entries), default=self.schema.id),
+            "_MIN_BUCKET": min(buckets, default=None),
+            "_MAX_BUCKET": max(buckets, default=None),
+            "_MIN_LEVEL": min(levels, default=None),
+            "_MAX_LEVEL": max(levels, default=None),
+        }
+
+    def _manifest_list(self, metas: list[dict[str, Any]], attempt: _Attempt) -> tuple[str, int]:
+        path = self._write_avro("manifest-list", MANIFEST_FILE_META, metas, attempt)
+        return path.name, path.stat().st_size
+
+    def _claim(self, snapshot_id: int, text: str) -> bool:
+        """Creates ``snapshot-N`` whole, unless it exists: written to a temporary file,
+        then hard-linked to its name (a link never replaces a file, unlike a rename)."""
+        folder = self.root / "snapshot"
+        target = folder / f"snapshot-{snapshot_id}"
+        temporary = folder / f".snapshot-{snapshot_id}.{uuid.uuid4()}.tmp"
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            with open(temporary, "w") as out:
+                out.write(text)
+                out.flush()
+                os.fsync(out.fileno())
+            try:
+                os.link(temporary, target)
+            except FileExistsError:
+                return False
+            return True
+        except OSError as e:
+            raise TableIOError(f"creating {target} failed: {e}") from e
+        finally:
+            temporary.unlink(missing_ok=True)
+
+    def _hint(self, name: str, snapshot_id: int) -> None:
+        """Best effort, as in Paimon: readers check a hint before they trust it."""
+        folder = self.root / "snapshot"
+        temporary = folder / f".{name}.{uuid.uuid4()}.tmp"
+        try:
+            temporary.write_text(str(snapshot_id))
+            os.replace(temporary, folder / name)
+        except OSError:
+            temporary.unlink(missing_ok=True)
+
+
+def _file_id(entry: dict[str, Any]) -> tuple:
+    f = entry["_FILE"]
+    return entry["_PARTITION"], entry["_BUCKET"], f["_LEVEL"], f["_FILE_NAME"]
+
+
+def _check(entries: list[dict[str, Any]], live: list[dict[str, Any]], kind: str) -> None:
+    """Paimon's commit checks: a partition keeps its number of buckets, and a compaction
+    replaces only files that are still live."""
+    buckets = {e["_PARTITION"]: e["_TOTAL_BUCKETS"] for e in live}
+    for e in entries:
+        known = buckets.get(e["_PARTITION"])
+        if known is not None and known != e["_TOTAL_BUCKETS"]:
+            raise CommitConflictError(
+                f"the table's partition has {known} buckets; these files were written for {e['_TOTAL_BUCKETS']}"
+            )
+    if kind == "COMPACT":
+        alive = {_file_id(e) for e in live}
+        gone = [e["_FILE"]["_FILE_NAME"] for e in entries if e["_KIND"] == DELETE and _file_id(e) not in alive]
+        if gone:
+            raise CommitConflictError(
+                f"another commit replaced files this compaction merged ({gone[:3]}...); compact again"
+            )
+
+
+def value_stats(rows: Iterable[Sequence[Any]], types: Sequence[pa.DataType]) -> dict[str, Any]:
+    """Paimon's SimpleStats of ``rows`` (tuples of Python values of ``types``): the
+    least and greatest non-null value of each column, and its null count."""
+    n = len(types)
+    lows: list[Any] = [None] * n
+    highs: list[Any] = [None] * n
+    nulls = [0] * n
+    for row in rows:
+        for i, v in enumerate(row):
+            if v is None:
+                nulls[i] += 1
+            else:
+                lows[i] = v if lows[i] is None or v < lows[i] else lows[i]
+                highs[i] = v if highs[i] is None or v > highs[i] else highs[i]
+    return {
+        "_MIN_VALUES": _binary.encode(lows, types),
+        "_MAX_VALUES": _binary.encode(highs, types),
+        "_NULL_COUNTS": nulls,
+    }

@@ -1,0 +1,102 @@
+"""Expiring a Paimon table's old snapshots and the files only they use.
+
+Snapshot files go first (oldest first, ``EARLIEST`` moved on), then the data files and
+manifests that no kept snapshot references: a process killed midway leaves unused files
+behind (removed by the next expire, as orphans), never a kept snapshot without its files.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from ..errors import TableIOError
+from . import _binary
+from ._meta import INDEX_MANIFEST_VERSIONS, MANIFEST_VERSIONS, Snapshot, live_entries, read_avro, snapshot_ids
+from ._paths import bucket_dir
+from ._schema import TableSchema
+
+
+def _metadata_files(root: Path, snap: Snapshot) -> set[str]:
+    """The manifest directory's files that ``snap`` references."""
+    names = {snap.base_manifest_list, snap.delta_manifest_list}
+    for listing in (snap.base_manifest_list, snap.delta_manifest_list):
+        names |= {m["_FILE_NAME"] for m in read_avro(root / "manifest" / listing, MANIFEST_VERSIONS)}
+    if snap.index_manifest:
+        names.add(snap.index_manifest)
+        read_avro(root / "manifest" / snap.index_manifest, INDEX_MANIFEST_VERSIONS)
+    return names
+
+
+def _data_paths(root: Path, schema: TableSchema, snap: Snapshot) -> set[Path]:
+    types = [schema.field(k).type for k in schema.partition_keys]
+    out = set()
+    for e in live_entries(root, snap):
+        f = e["_FILE"]
+        if f.get("_EXTERNAL_PATH"):
+            continue  # files outside the table are never removed
+        directory = root / bucket_dir(schema, _binary.decode(e["_PARTITION"], types), e["_BUCKET"])
+        out.add(directory / f["_FILE_NAME"])
+        out |= {directory / extra for extra in f.get("_EXTRA_FILES") or ()}
+    return out
+
+
+def expire_snapshots(root: Path, schema: TableSchema, keep: int, orphan_age: float) -> dict[str, int]:
+    ids = snapshot_ids(root)
+    kept, expired = ids[-keep:], ids[:-keep]
+    kept_snaps = [Snapshot.load(root, i) for i in kept]
+    expired_snaps = [Snapshot.load(root, i) for i in expired]
+    live_data = set().union(*(_data_paths(root, schema, s) for s in kept_snaps))
+    live_meta = set().union(*(_metadata_files(root, s) for s in kept_snaps))
+    once_data = set().union(*(_data_paths(root, schema, s) for s in expired_snaps))
+    once_meta = set().union(*(_metadata_files(root, s) for s in expired_snaps))
+    try:
+        for i in expired:
+            (root / "snapshot" / f"snapshot-{i}").unlink(missing_ok=True)
+        if kept:
+            (root / "snapshot" / "EARLIEST").write_text(str(kept[0]))
+        now = time.time()
+        removed = removed_bytes = 0
+
+        def remove(path: Path, used_before: bool) -> None:
+            nonlocal removed, removed_bytes
+            try:
+                stat = path.stat()
+            except FileNotFoundError:
+                return
+            if used_before or now - stat.st_mtime > orphan_age:
+                path.unlink(missing_ok=True)
+                removed += 1
+                removed_bytes += stat.st_size
+
+        for path in _table_data_files(root):
+            if path not in live_data:
+                remove(path, path in once_data)
+        for path in sorted((root / "manifest").glob("*")):
+            if path.name not in live_meta and not path.name.startswith("index-manifest"):
+                remove(path, path.name in once_meta)
+        for path in (root / "snapshot").glob(".*.tmp"):
+            remove(path, False)
+        _remove_empty_dirs(root)
+    except OSError as e:
+        raise TableIOError(f"expiring snapshots of {root} failed: {e}") from e
+    return {"snapshots_removed": len(expired), "files_removed": removed, "bytes_removed": removed_bytes}
+
+
+def _table_data_files(root: Path) -> list[Path]:
+    """Data files in the table's bucket directories (never outside the table's root)."""
+    out = []
+    for directory in root.rglob("bucket-*"):
+        if directory.is_dir() and not directory.is_symlink():
+            out += [p for p in directory.iterdir() if p.name.startswith("data-") and p.is_file()]
+    return sorted(out)
+
+
+def _remove_empty_dirs(root: Path) -> None:
+    skip = {"schema", "snapshot", "manifest", "index"}
+    candidates = [p for p in root.rglob("*") if p.is_dir() and not p.is_symlink() and p.name not in skip]
+    for directory in sorted(candidates, key=lambda p: len(p.parts), reverse=True):
+        try:
+            directory.rmdir()
+        except OSError:
+            pass  # not empty

@@ -1,0 +1,509 @@
+"""Writing to a Paimon table: rows are assigned their bucket by Paimon's bucket function,
+sorted and folded by the spillable sort buffer, and each (partition, bucket) becomes one
+level-0 data file laid out as Paimon's (``_KEY_`` columns, ``_SEQUENCE_NUMBER``,
+``_VALUE_KIND``, the table's columns, Parquet field ids). Nothing is visible until the
+:class:`CommitMessage` objects that :meth:`TableWrite.prepare_commit` returns are committed.
+
+The sort key is ``(_group, key...)``, ``_group = partition number * buckets + bucket``,
+so the sorted rows hold each group contiguously and a file is cut where ``_group``
+changes. Folding within a write keeps retractions (the file lies above older ones).
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import uuid
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from .. import _native
+from .._inputs import as_stream_source, batches_of
+from .._paimon_options import PaimonMerge
+from .._sort import _native_options, _reraise
+from ..errors import InvalidInputError, TableIOError, UnsupportedFeatureError
+from . import _binary
+from ._commit import CommitMessage
+from ._meta import Snapshot, latest_snapshot_id, live_files
+from ._paths import bucket_dir
+from ._plan import SEQUENCE_NUMBER, VALUE_KIND
+from ._schema import FIELD_ID, TableSchema
+
+GROUP = "_group"
+KEY_PREFIX = "_KEY_"
+KEY_FIELD_ID = (1 << 30) - 1  # a key column's id: this plus its field's id
+SEQUENCE_FIELD_ID = (1 << 31) - 2
+KIND_FIELD_ID = (1 << 31) - 3
+KIND_NAMES = pa.array(["+I", "-U", "+U", "-D"])
+RETRACT_CODES = pa.array([1, 3], pa.int8())
+SORT_BATCH_ROWS = 64 * 1024
+ROW_GROUP_ROWS = 128 * 1024
+
+
+class TableWrite:
+    """Rows in (any number of :meth:`write` calls), commit messages out. One use: after
+    :meth:`prepare_commit` the write is spent. ``row_kind`` names a column of row kinds
+    (``+I``, ``-U``, ``+U``, ``-D`` or 0..3) that is not stored as a column."""
+
+    def __init__(
+        self,
+        root: Path,
+        schema: TableSchema,
+        setup: PaimonMerge,
+        row_kind: str | None = None,
+        memory_limit: int | str = "256MiB",
+        spill_dir: str | os.PathLike[str] | None = None,
+    ):
+        self.root, self.schema, self.row_kind = root, schema, row_kind
+        self.buckets = int(schema.options.get("bucket", "-1"))
+        if self.buckets < 1:
+            raise UnsupportedFeatureError(
+                f"writing to a table with 'bucket' = {self.buckets} (dynamic or postponed buckets) is not supported"
+            )
+        self.table_schema = pa.schema([f.arrow() for f in schema.fields])
+        self.partitions = _Partitions(self.table_schema, list(schema.partition_keys))
+        sort_schema = self.table_schema
+        if row_kind:
+            sort_schema = sort_schema.append(pa.field(VALUE_KIND, pa.int8(), nullable=False))
+        sort_schema = sort_schema.append(pa.field(GROUP, pa.int64(), nullable=False))
+        options = _native_options(
+            [GROUP, *schema.trimmed_keys],
+            list(setup.sequence),
+            VALUE_KIND if row_kind else None,  # without row kinds, aggregates may fold early
+            setup.merge,
+            memory_limit,
+            spill_dir,
+            "lz4",
+            128,
+            None,
+            SORT_BATCH_ROWS,
+            setup.sequence_order,
+        )
+        self._buffer = _native.SortBuffer(sort_schema, {**options, "partial": True})
+        self._done = False
+
+    def write(self, data: Any) -> None:
+        """Adds ``data`` (any Arrow-tabular object with the table's columns, in any order)."""
+        if self._done:
+            raise InvalidInputError("this write was already prepared for commit; start a new one")
+        source = as_stream_source(data)
+        if source is None:
+            return
+        try:
+            for batch in batches_of(source)[1]:
+                batch = conform(batch, self.table_schema, self.row_kind)
+                buckets = _native.paimon_bucket_ids(batch, list(self.schema.bucket_keys), self.buckets)
+                groups = self.partitions.numbers(batch) * self.buckets + buckets.to_numpy().astype(np.int64)
+                self._buffer.write(pa.Table.from_batches([batch.append_column(GROUP, pa.array(groups))]))
+        except ValueError as e:
+            raise _reraise(e) from e
+
+    def prepare_commit(self) -> list[CommitMessage]:
+        """Writes the data files and returns what to commit, one message per (partition,
+        bucket); if writing fails, the files written are removed."""
+        if self._done:
+            raise InvalidInputError("this write was already prepared for commit; start a new one")
+        self._done = True
+        try:
+            return _FileCutter(self).cut(self._buffer.finish())
+        except ValueError as e:
+            raise _reraise(e) from e
+        finally:
+            self._buffer.close()
+
+    def close(self) -> None:
+        self._done = True
+        self._buffer.close()
+
+    def __enter__(self) -> TableWrite:
+        return self
+
+    def __exit__(self, *_: Any) -> None:
+        self.close()
+
+
+class _FileCutter:
+    """Cuts the sorted rows into one data file per (partition, bucket)."""
+
+    def __init__(self, write: TableWrite):
+        self.write = write
+        self.next_sequence = _next_sequences(write.root)
+
+    def cut(self, sorted_rows: Iterable[pa.RecordBatch]) -> list[CommitMessage]:
+        w = self.write
+        done: list[tuple[bytes, int, dict[str, Any]]] = []
+        writer: DataFileWriter | None = None
+        group = -1
+        try:
+            for batch in sorted_rows:
+                for g, start, end in group_boundaries(batch.column(GROUP)):
+                    if g != group:
+                        if writer is not None:
+                            done.append((writer.partition, writer.bucket, writer.close()))
+                        group = g
+                        values = w.partitions.values(g // w.buckets)
+                        partition = _binary.encode(values, w.partitions.types)
+                        bucket = g % w.buckets
+                        first = self.next_sequence.get((partition, bucket), 0)
+                        writer = DataFileWriter(w.root, w.schema, values, bucket, level=0, first_sequence=first)
+                    writer.write(batch.slice(start, end - start))
+            if writer is not None:
+                done.append((writer.partition, writer.bucket, writer.close()))
+                writer = None
+        except BaseException:
+            if writer is not None:
+                writer.abort()
+            for partition, bucket, f in done:
+                remove_data_file(w.root, w.schema, partition, bucket, f)
+            raise
+        return [CommitMessage(p, b, w.buckets, new_files=(f,)) for p, b, f in done]
+
+
+def _next_sequences(root: Path) -> dict[tuple[bytes, int], int]:
+    """Each bucket's next sequence number: one past the largest of its live files, as
+    Paimon's writers continue a bucket."""
+    latest = latest_snapshot_id(root)
+    if latest is None:
+        return {}
+    out: dict[tuple[bytes, int], int] = {}
+    for f in live_files(root, Snapshot.load(root, latest)):
+        key = (f.partition, f.bucket)
+        out[key] = max(out.get(key, 0), f.max_sequence + 1)
+    return out
+
+
+def data_file_schema(schema: TableSchema) -> pa.Schema:
+    """A data file's columns: the key again as ``_KEY_`` columns, the sequence number and
+    row kind, then the table's columns, each with its Parquet field id."""
+    keys = [schema.field(k) for k in schema.trimmed_keys]
+    return pa.schema(
+        [
+            *(
+                pa.field(KEY_PREFIX + k.name, k.type, False, metadata={FIELD_ID: str(KEY_FIELD_ID + k.id).encode()})
+                for k in keys
+            ),
+            pa.field(SEQUENCE_NUMBER, pa.int64(), False, metadata={FIELD_ID: str(SEQUENCE_FIELD_ID).encode()}),
+            pa.field(VALUE_KIND, pa.int8(), False, metadata={FIELD_ID: str(KIND_FIELD_ID).encode()}),
+            *(f.arrow() for f in schema.fields),
+        ]
+    )
+
+
+class DataFileWriter:
+    """Writes one data file of sorted rows (one row per key) and describes it as its
+    manifest record. Rows without ``_SEQUENCE_NUMBER`` are numbered from ``first_sequence``
+    in order; rows without ``_VALUE_KIND`` are adds."""
+
+    def __init__(
+        self, root: Path, schema: TableSchema, partition: tuple[Any, ...], bucket: int, level: int, first_sequence: int
+    ):
+        self.root, self.schema, self.level = root, schema, level
+        self.partition = _binary.encode(partition, [schema.field(k).type for k in schema.partition_keys])
+        self.bucket = bucket
+        self.name = f"data-{uuid.uuid4()}-0.parquet"
+        self.path = root / bucket_dir(schema, partition, bucket) / self.name
+        self.file_schema = data_file_schema(schema)
+        self.keys = list(schema.trimmed_keys)
+        self.key_types = [schema.field(k).type for k in self.keys]
+        self.next_sequence = first_sequence
+        self.rows = self.retracts = 0
+        self.min_key: tuple | None = None
+        self.max_key: tuple | None = None
+        self.key_stats: list[tuple[Any, Any]] = []
+        self.sequences: list[int] = []
+        compression = schema.options.get("file.compression", "zstd")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._writer = pq.ParquetWriter(
+                self.path,
+                self.file_schema,
+                compression=compression,
+                compression_level=1 if compression == "zstd" else None,
+            )
+        except OSError as e:
+            self.path.unlink(missing_ok=True)
+            raise TableIOError(f"creating data file {self.path} failed: {e}") from e
+        self._pending: list[pa.RecordBatch] = []
+        self._pending_rows = 0
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        n = batch.num_rows
+        if n == 0:
+            return
+        names = batch.schema.names
+        if SEQUENCE_NUMBER in names:
+            sequence = batch.column(SEQUENCE_NUMBER)
+        else:
+            sequence = pa.array(np.arange(self.next_sequence, self.next_sequence + n, dtype=np.int64))
+            self.next_sequence += n
+        kinds = batch.column(VALUE_KIND) if VALUE_KIND in names else pa.array(np.zeros(n, np.int8))
+        self.retracts += pc.sum(pc.is_in(kinds, RETRACT_CODES)).as_py() or 0
+        columns = [
+            *(batch.column(k) for k in self.keys),
+            sequence,
+            kinds,
+            *(batch.column(f.name) for f in self.schema.fields),
+        ]
+        out = pa.RecordBatch.from_arrays(columns, schema=self.file_schema)
+        self._track(out, n)
+        self._pending.append(out)
+        self._pending_rows += n
+        if self._pending_rows >= ROW_GROUP_ROWS:
+            self._flush()
+
+    def _track(self, batch: pa.RecordBatch, n: int) -> None:
+        key_columns = [batch.column(KEY_PREFIX + k) for k in self.keys]
+        first = tuple(_value(c, 0) for c in key_columns)
+        if first == self.max_key or (n > 1 and _repeats(key_columns)):
+            # Paimon reads a lone file as it is: it must hold each key once.
+            raise UnsupportedFeatureError(
+                "this write holds several versions of a key that merge-core cannot fold within one write yet "
+                "(partial-update or aggregate with row kinds or a sequence field): write them in separate commits"
+            )
+        self.min_key = first if self.min_key is None else self.min_key
+        self.max_key = tuple(_value(c, n - 1) for c in key_columns)
+        self.key_stats.append(tuple(_bounds(c) for c in key_columns))
+        bounds = pc.min_max(batch.column(SEQUENCE_NUMBER))
+        self.sequences += [bounds["min"].as_py(), bounds["max"].as_py()]
+        self.rows += n
+
+    def _flush(self) -> None:
+        if not self._pending:
+            return
+        table = pa.Table.from_batches(self._pending, self.file_schema)
+        self._pending, self._pending_rows = [], 0
+        try:
+            self._writer.write_table(table, row_group_size=max(table.num_rows, 1))
+        except OSError as e:
+            raise TableIOError(f"writing data file {self.path} failed: {e}") from e
+
+    def close(self) -> dict[str, Any]:
+        """Finishes the file; returns its manifest record (``_FILE``)."""
+        try:
+            self._flush()
+            self._writer.close()
+            size = self.path.stat().st_size
+        except OSError as e:
+            self.abort()
+            raise TableIOError(f"writing data file {self.path} failed: {e}") from e
+        except BaseException:
+            self.abort()
+            raise
+        lows = [min((s[i][0] for s in self.key_stats), default=None) for i in range(len(self.keys))]
+        highs = [max((s[i][1] for s in self.key_stats), default=None) for i in range(len(self.keys))]
+        empty = {"_MIN_VALUES": _binary.encode([], []), "_MAX_VALUES": _binary.encode([], []), "_NULL_COUNTS": []}
+        return {
+            "_FILE_NAME": self.name,
+            "_FILE_SIZE": size,
+            "_ROW_COUNT": self.rows,
+            "_MIN_KEY": _binary.encode(self.min_key or (), self.key_types),
+            "_MAX_KEY": _binary.encode(self.max_key or (), self.key_types),
+            "_KEY_STATS": {
+                "_MIN_VALUES": _binary.encode(lows, self.key_types),
+                "_MAX_VALUES": _binary.encode(highs, self.key_types),
+                "_NULL_COUNTS": [0] * len(self.keys),
+            },
+            "_VALUE_STATS": empty,  # with _VALUE_STATS_COLS = []: no value statistics
+            "_MIN_SEQUENCE_NUMBER": min(self.sequences),
+            "_MAX_SEQUENCE_NUMBER": max(self.sequences),
+            "_SCHEMA_ID": self.schema.id,
+            "_LEVEL": self.level,
+            "_EXTRA_FILES": [],
+            "_CREATION_TIME": datetime.datetime.now(),
+            "_DELETE_ROW_COUNT": self.retracts,
+            "_EMBEDDED_FILE_INDEX": None,
+            "_FILE_SOURCE": 0 if self.level == 0 else 1,
+            "_VALUE_STATS_COLS": [],
+            "_EXTERNAL_PATH": None,
+            "_FIRST_ROW_ID": None,
+            "_WRITE_COLS": None,
+        }
+
+    def abort(self) -> None:
+        try:
+            self._writer.close()
+        except Exception:  # noqa: BLE001 - the file goes anyway
+            pass
+        self.path.unlink(missing_ok=True)
+        _remove_empty_parents(self.root, self.path)
+
+
+def _value(column: pa.Array, i: int) -> Any:
+    """A key value as :func:`_binary.encode` takes it (timestamps as integers, exactly)."""
+    if pa.types.is_timestamp(column.type):
+        return column.cast(pa.int64())[i].as_py()
+    return column[i].as_py()
+
+
+def _repeats(key_columns: list[pa.Array]) -> bool:
+    """Whether two neighbouring rows of sorted key columns have the same key."""
+    same = None
+    for c in key_columns:
+        equal = pc.equal(c.slice(1), c.slice(0, len(c) - 1))
+        same = equal if same is None else pc.and_(same, equal)
+    return bool(pc.any(same).as_py())
+
+
+def _bounds(column: pa.Array) -> tuple[Any, Any]:
+    """The least and greatest value of a key column, as :func:`_value` gives values."""
+    if pa.types.is_timestamp(column.type):
+        column = column.cast(pa.int64())
+    bounds = pc.min_max(column)
+    return bounds["min"].as_py(), bounds["max"].as_py()
+
+
+def remove_data_file(root: Path, schema: TableSchema, partition: bytes, bucket: int, f: dict[str, Any]) -> None:
+    values = _binary.decode(partition, [schema.field(k).type for k in schema.partition_keys])
+    path = root / bucket_dir(schema, values, bucket) / f["_FILE_NAME"]
+    path.unlink(missing_ok=True)
+    _remove_empty_parents(root, path)
+
+
+def _remove_empty_parents(root: Path, path: Path) -> None:
+    """Removes the directories above ``path`` that are left empty, up to ``root``."""
+    for directory in path.parents:
+        if directory == root or root not in directory.parents:
+            return
+        try:
+            directory.rmdir()
+        except OSError:
+            return  # not empty
+
+
+def group_boundaries(groups: pa.Array) -> list[tuple[int, int, int]]:
+    """``(group, start, end)`` of each stretch of equal values in a sorted int64 array."""
+    values = groups.to_numpy(zero_copy_only=False)
+    if len(values) == 0:
+        return []
+    starts = np.concatenate(([0], np.flatnonzero(values[1:] != values[:-1]) + 1))
+    ends = np.append(starts[1:], len(values))
+    return [(int(values[s]), int(s), int(e)) for s, e in zip(starts, ends, strict=True)]
+
+
+class _Dictionary:
+    """Numbers the distinct values of a column as batches arrive (vectorised per batch)."""
+
+    def __init__(self, type: pa.DataType):
+        self.values = pa.array([], type)
+
+    def codes(self, column: pa.Array) -> pa.Array:
+        new = pc.unique(column)
+        if len(self.values):
+            new = new.filter(pc.invert(pc.is_in(new, value_set=self.values, skip_nulls=False)))
+        if len(new):
+            self.values = pa.concat_arrays([self.values, new])
+        return pc.index_in(column, value_set=self.values, skip_nulls=False)
+
+
+class _Partitions:
+    """Numbers the partitions met in one write and remembers their values."""
+
+    def __init__(self, schema: pa.Schema, columns: list[str]):
+        self.columns = columns
+        self.types = [schema.field(c).type for c in columns]
+        self.per_column = [_Dictionary(t) for t in self.types]
+        self.combined = _Dictionary(pa.string())
+
+    def numbers(self, batch: pa.RecordBatch) -> np.ndarray:
+        if not self.columns:
+            return np.zeros(batch.num_rows, dtype=np.int64)
+        codes = [d.codes(batch.column(c)) for d, c in zip(self.per_column, self.columns, strict=True)]
+        if len(codes) > 1:  # one number per combination of the columns' numbers
+            codes = [self.combined.codes(pc.binary_join_element_wise(*[c.cast(pa.string()) for c in codes], "/"))]
+        return codes[0].to_numpy(zero_copy_only=False).astype(np.int64)
+
+    def values(self, number: int) -> tuple[Any, ...]:
+        """The partition values of partition ``number``."""
+        if not self.columns:
+            return ()
+        codes = [number] if len(self.columns) == 1 else map(int, self.combined.values[number].as_py().split("/"))
+        return tuple(_value(d.values, c) for d, c in zip(self.per_column, codes, strict=True))
+
+
+# Widenings a write accepts without asking: every value of the source type has exactly one
+# value of the target type. Anything else is refused, never cast.
+def _widens(source: pa.DataType, target: pa.DataType) -> bool:
+    if source == target or pa.types.is_null(source):
+        return True
+    t = pa.types
+    ints = [pa.int8(), pa.int16(), pa.int32(), pa.int64()]
+    if t.is_signed_integer(source) and t.is_signed_integer(target):
+        return ints.index(source) <= ints.index(target)
+    if t.is_unsigned_integer(source) and t.is_signed_integer(target):
+        return source.bit_width < target.bit_width
+    if t.is_float32(source) and t.is_float64(target):
+        return True
+    strings = (t.is_string, t.is_large_string, t.is_string_view)
+    binaries = (t.is_binary, t.is_large_binary, t.is_binary_view)
+    for family in (strings, binaries):
+        if any(f(source) for f in family) and any(f(target) for f in family):
+            return True
+    if t.is_timestamp(source) and t.is_timestamp(target):
+        units = ["s", "ms", "us", "ns"]
+        return source.tz == target.tz and units.index(source.unit) <= units.index(target.unit)
+    if t.is_decimal(source) and t.is_decimal(target):
+        return source.scale == target.scale and source.precision <= target.precision
+    if t.is_dictionary(source):
+        return _widens(source.value_type, target)
+    return False
+
+
+def conform(batch: pa.RecordBatch, schema: pa.Schema, row_kind: str | None) -> pa.RecordBatch:
+    """The table's columns of ``batch`` (any order) in the table's types, plus
+    ``_VALUE_KIND`` when the data has row kinds. Only lossless widenings are made."""
+    names = set(batch.schema.names)
+    missing = [n for n in schema.names if n not in names]
+    extra = sorted(names - set(schema.names) - {row_kind})
+    if missing or extra:
+        raise InvalidInputError(f"the data does not match the table: missing columns {missing}, unknown {extra}")
+    if row_kind is not None and row_kind not in names:
+        raise InvalidInputError(f"no row kind column '{row_kind}' in the data")
+    columns = []
+    for f in schema:
+        column = batch.column(f.name)
+        if column.type != f.type:
+            if not _widens(column.type, f.type) and not _same_nested(column.type, f.type):
+                raise InvalidInputError(
+                    f"column '{f.name}' has type {column.type}, the table's is {f.type}; "
+                    "only lossless widenings are made (cast the data first)"
+                )
+            column = column.cast(f.type)
+        if not f.nullable and column.null_count:
+            raise InvalidInputError(f"column '{f.name}' is NOT NULL in the table (a key) but the data has nulls")
+        columns.append(column)
+    out = pa.RecordBatch.from_arrays(columns, schema=schema.remove_metadata())
+    if row_kind is None:
+        return out
+    return out.append_column(pa.field(VALUE_KIND, pa.int8(), nullable=False), kind_codes(batch.column(row_kind)))
+
+
+def _same_nested(source: pa.DataType, target: pa.DataType) -> bool:
+    """Nested types that differ only in field names or nullability (``item`` vs ``element``)."""
+    nested = (pa.types.is_list, pa.types.is_large_list, pa.types.is_map, pa.types.is_struct)
+    if not any(f(source) for f in nested) or type(source) is not type(target):
+        return False
+    if source.num_fields != target.num_fields:
+        return False
+    return all(
+        _widens(source.field(i).type, target.field(i).type) or _same_nested(source.field(i).type, target.field(i).type)
+        for i in range(source.num_fields)
+    )
+
+
+def kind_codes(column: pa.Array) -> pa.Array:
+    """Row kinds (``+I``, ``-U``, ``+U``, ``-D`` or codes 0..3) as int8 codes."""
+    if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+        codes = pc.index_in(column, value_set=KIND_NAMES)
+    elif pa.types.is_integer(column.type):
+        codes = column
+    else:
+        raise InvalidInputError(f"row kinds must be strings like '+I' or codes 0..3, got type {column.type}")
+    if codes.null_count or (len(codes) and (pc.min(codes).as_py() < 0 or pc.max(codes).as_py() > 3)):
+        raise InvalidInputError("row kinds must be '+I', '-U', '+U', '-D' or codes 0..3 (and not null)")
+    return codes.cast(pa.int8())
