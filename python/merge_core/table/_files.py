@@ -99,13 +99,3 @@ def open_run(root: Path, file: DataFile, schema: pa.Schema) -> pa.RecordBatchRea
             yield batch
 
     return pa.RecordBatchReader.from_batches(schema, batches())
-
-
-def group_boundaries(groups: pa.Array) -> list[tuple[int, int, int]]:
-    """``(group, start, end)`` of each stretch of equal values in a sorted int64 array."""
-    values = groups.to_numpy(zero_copy_only=False)
-    if len(values) == 0:
-        return []
-    starts = np.concatenate(([0], np.flatnonzero(values[1:] != values[:-1]) + 1))
-    ends = np.append(starts[1:], len(values))
-    return [(int(values[s]), int(s), int(e)) for s, e in zip(starts, ends, strict=True)]

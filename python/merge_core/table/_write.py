@@ -22,27 +22,12 @@ from .. import _native
 from .._inputs import as_stream_source, batches_of
 from .._sort import _native_options, _reraise
 from ..errors import InvalidInputError
-from ._files import RunWriter, group_boundaries
+from ..paimon._write import _Dictionary, group_boundaries, kind_codes
+from ._files import RunWriter
 from ._format import KIND, DataFile, TableMeta
 
 GROUP = "_group"
-KIND_NAMES = pa.array(["+I", "-U", "+U", "-D"])
 SORT_BATCH_ROWS = 64 * 1024
-
-
-class _Dictionary:
-    """Numbers the distinct values of a column as batches arrive (vectorised per batch)."""
-
-    def __init__(self, type: pa.DataType):
-        self.values = pa.array([], type)
-
-    def codes(self, column: pa.Array) -> pa.Array:
-        new = pc.unique(column)
-        if len(self.values):
-            new = new.filter(pc.invert(pc.is_in(new, value_set=self.values, skip_nulls=False)))
-        if len(new):
-            self.values = pa.concat_arrays([self.values, new])
-        return pc.index_in(column, value_set=self.values, skip_nulls=False)
 
 
 class PartitionNumbers:
@@ -67,19 +52,6 @@ class PartitionNumbers:
             return ()
         codes = [number] if len(self.columns) == 1 else map(int, self.combined.values[number].as_py().split("/"))
         return tuple(d.values[c].cast(pa.string()).as_py() for d, c in zip(self.per_column, codes, strict=True))
-
-
-def kind_codes(column: pa.Array) -> pa.Array:
-    """Row kinds (``+I``, ``-U``, ``+U``, ``-D`` or codes 0..3) as int8 codes."""
-    if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
-        codes = pc.index_in(column, value_set=KIND_NAMES)
-    elif pa.types.is_integer(column.type):
-        codes = column
-    else:
-        raise InvalidInputError(f"row kinds must be strings like '+I' or codes 0..3, got type {column.type}")
-    if codes.null_count or (len(codes) and (pc.min(codes).as_py() < 0 or pc.max(codes).as_py() > 3)):
-        raise InvalidInputError("row kinds must be '+I', '-U', '+U', '-D' or codes 0..3 (and not null)")
-    return codes.cast(pa.int8())
 
 
 def conform(batch: pa.RecordBatch, meta: TableMeta, row_kind: str | None) -> pa.RecordBatch:
