@@ -369,25 +369,28 @@ fn is_narrow_bytes(data_type: &DataType) -> bool {
     matches!(data_type, DataType::Utf8 | DataType::Binary)
 }
 
+/// The offsets of a string or binary column with 32-bit offsets (its own rows'; none for
+/// other types).
+fn narrow_offsets(column: &ArrayRef) -> &[i32] {
+    match column.data_type() {
+        DataType::Utf8 => column.as_string::<i32>().value_offsets(),
+        DataType::Binary => column.as_binary::<i32>().value_offsets(),
+        _ => &[],
+    }
+}
+
 /// Bytes of the values of a string or binary column with 32-bit offsets.
 fn value_bytes(column: &ArrayRef) -> usize {
-    match column.data_type() {
-        DataType::Utf8 | DataType::Binary => {
-            let offsets = column.to_data();
-            let offsets = offsets.buffer::<i32>(0);
-            let (first, last) = (offsets[column.offset()], offsets[column.offset() + column.len()]);
-            (last - first) as usize
-        }
+    match narrow_offsets(column) {
+        [first, .., last] => (last - first) as usize,
         _ => 0,
     }
 }
 
 /// Bytes of value `row` of a string or binary column with 32-bit offsets.
 fn byte_length(column: &ArrayRef, row: usize) -> usize {
-    let data = column.to_data();
-    let offsets = data.buffer::<i32>(0);
-    let at = column.offset() + row;
-    (offsets[at + 1] - offsets[at]) as usize
+    let offsets = narrow_offsets(column);
+    (offsets[row + 1] - offsets[row]) as usize
 }
 
 /// A list or map column of `rows`, their elements (or entries) gathered from the stored
@@ -429,4 +432,21 @@ fn build_items(
 fn gather(store: &BatchStore, column: usize, indices: &[Index]) -> Result<ArrayRef> {
     let arrays: Vec<&dyn Array> = store.batches().map(|b| b.column(column).as_ref()).collect();
     Ok(interleave(&arrays, indices)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow_array::{Array, ArrayRef, StringArray};
+
+    use super::{byte_length, value_bytes};
+
+    #[test]
+    fn byte_counts_of_a_sliced_string_column_are_its_own() {
+        let words: ArrayRef = Arc::new(StringArray::from(vec!["a", "bb", "ccc", "dddd", "eeeee"]));
+        let tail = words.slice(2, 3);
+        assert_eq!(value_bytes(&tail), 3 + 4 + 5);
+        assert_eq!((0..3).map(|r| byte_length(&tail, r)).collect::<Vec<_>>(), vec![3, 4, 5]);
+    }
 }

@@ -53,7 +53,7 @@ def test_a_killed_writer_leaves_the_last_commit_intact(tmp_path, delay):
     live = {f.path for f in table.snapshot().files}
     on_disk = {p.relative_to(table.path).as_posix() for p in (table.path / "data").rglob("*.parquet")}
     assert on_disk == live
-    assert not [n for n in os.listdir(table.path / "_meta") if n.startswith(".tmp-")]
+    assert not [n for n in os.listdir(table.path / "_meta") if n.endswith(".tmp")]
 
 
 def test_racing_writers_both_commit_in_order(tmp_path):

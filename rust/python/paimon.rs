@@ -4,12 +4,12 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use arrow_array::{Array, RecordBatch};
+use arrow_array::Array;
 use arrow_pyarrow::{FromPyArrow, ToPyArrow};
 use arrow_schema::Schema;
 use pyo3::prelude::*;
 
-use super::errors::{guard, to_py_err};
+use super::errors::guard;
 use super::options::merge_function;
 use super::stream::PyStream;
 use crate::files::{run_of_files, DataFile};
@@ -90,16 +90,7 @@ pub(crate) fn paimon_bucket_ids<'py>(
     columns: Vec<String>,
     buckets: i32,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let batch = RecordBatch::from_pyarrow_bound(batch)?;
-    let arrays = columns
-        .iter()
-        .map(|name| {
-            let column = batch.column_by_name(name).cloned();
-            column.ok_or_else(|| {
-                to_py_err(py, crate::error::invalid!("no bucket key column '{name}' in the data"))
-            })
-        })
-        .collect::<PyResult<Vec<_>>>()?;
+    let arrays = super::table::columns_by_name(py, batch, &columns, "bucket key")?;
     let ids = guard(py, || crate::binary_row::paimon_bucket_ids(&arrays, &columns, buckets))?;
     ids.to_data().to_pyarrow(py)
 }

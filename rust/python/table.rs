@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use arrow_array::{Array, RecordBatch};
+use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_pyarrow::{FromPyArrow, ToPyArrow};
 use arrow_schema::Schema;
 use pyo3::prelude::*;
@@ -24,17 +24,28 @@ pub(crate) fn bucket_ids<'py>(
     key: Vec<String>,
     buckets: u32,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let batch = RecordBatch::from_pyarrow_bound(batch)?;
-    let columns =
-        key.iter()
-            .map(|name| {
-                batch.column_by_name(name).cloned().ok_or_else(|| {
-                    to_py_err(py, crate::error::invalid!("no key column '{name}' in the data"))
-                })
-            })
-            .collect::<PyResult<Vec<_>>>()?;
+    let columns = columns_by_name(py, batch, &key, "key")?;
     let ids = guard(py, || crate::bucket::bucket_ids(&columns, &key, buckets))?;
     ids.to_data().to_pyarrow(py)
+}
+
+/// The columns of the pyarrow `batch` named `names`; a missing one is an
+/// `InvalidInputError` naming it as a `what` column.
+pub(crate) fn columns_by_name(
+    py: Python<'_>,
+    batch: &Bound<'_, PyAny>,
+    names: &[String],
+    what: &str,
+) -> PyResult<Vec<ArrayRef>> {
+    let batch = RecordBatch::from_pyarrow_bound(batch)?;
+    names
+        .iter()
+        .map(|name| {
+            let column = batch.column_by_name(name).cloned();
+            column
+                .ok_or_else(|| to_py_err(py, crate::error::invalid!("no {what} column '{name}' in the data")))
+        })
+        .collect()
 }
 
 /// Merges each group of runs on its own into one lazy stream (a table read or compaction).

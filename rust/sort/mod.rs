@@ -516,12 +516,12 @@ fn slice_bytes(data: &ArrayData) -> usize {
     };
     match data.data_type() {
         DataType::List(_) | DataType::Map(_, _) => {
-            let offsets = &data.buffer::<i32>(0)[data.offset()..=data.offset() + data.len()];
+            let offsets = &data.buffer::<i32>(0)[..=data.len()]; // `buffer` starts at the offset
             let (start, end) = (offsets[0] as usize, offsets[data.len()] as usize);
             own(4) + slice_bytes(&data.child_data()[0].slice(start, end - start))
         }
         DataType::LargeList(_) => {
-            let offsets = &data.buffer::<i64>(0)[data.offset()..=data.offset() + data.len()];
+            let offsets = &data.buffer::<i64>(0)[..=data.len()];
             let (start, end) = (offsets[0] as usize, offsets[data.len()] as usize);
             own(8) + slice_bytes(&data.child_data()[0].slice(start, end - start))
         }
@@ -558,7 +558,38 @@ impl Iterator for CountRows {
 
 #[cfg(test)]
 mod tests {
-    use super::plan_round;
+    use std::sync::Arc;
+
+    use arrow_array::{Array, Int64Array, ListArray};
+    use arrow_schema::Field;
+
+    use super::{plan_round, slice_bytes};
+
+    #[test]
+    fn a_slice_of_nested_lists_counts_its_own_elements() {
+        // 100 rows of [[i]], sliced: the outer slice has an offset, and so does the
+        // inner list handed to the recursion.
+        let values = Int64Array::from((0..100).collect::<Vec<i64>>());
+        let inner_field = Arc::new(Field::new("item", values.data_type().clone(), true));
+        let inner = ListArray::new(
+            inner_field.clone(),
+            arrow_buffer::OffsetBuffer::from_lengths(vec![1; 100]),
+            Arc::new(values),
+            None,
+        );
+        let outer_field = Arc::new(Field::new("item", inner.data_type().clone(), true));
+        let outer = ListArray::new(
+            outer_field,
+            arrow_buffer::OffsetBuffer::from_lengths(vec![1; 100]),
+            Arc::new(inner),
+            None,
+        );
+        let whole = slice_bytes(&outer.to_data());
+        let tail = slice_bytes(&outer.slice(90, 10).to_data());
+        // Each row: an outer and an inner offset (4 bytes each) and one 8-byte value.
+        assert_eq!(tail, 2 * 4 + 10 * (4 + 4 + 8));
+        assert!(whole > 9 * tail);
+    }
 
     #[test]
     fn plans_a_partial_round_first() {

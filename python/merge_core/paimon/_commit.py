@@ -26,7 +26,7 @@ import pyarrow as pa
 
 from ..errors import CommitConflictError, TableIOError
 from . import _binary
-from ._meta import ADD, DELETE, MANIFEST_VERSIONS, Snapshot, latest_snapshot_id, live_entries, read_avro
+from ._meta import ADD, DELETE, MANIFEST_VERSIONS, Snapshot, latest_snapshot_id, live_entries, read_avro, write_new
 from ._schema import TableSchema
 
 BATCH_COMMIT_IDENTIFIER = (1 << 63) - 1  # what Paimon's batch writers use
@@ -307,26 +307,13 @@ class Committer:
         return path.name, path.stat().st_size
 
     def _claim(self, snapshot_id: int, text: str) -> bool:
-        """Creates ``snapshot-N`` whole, unless it exists: written to a temporary file,
-        then hard-linked to its name (a link never replaces a file, unlike a rename)."""
-        folder = self.root / "snapshot"
-        target = folder / f"snapshot-{snapshot_id}"
-        temporary = folder / f".snapshot-{snapshot_id}.{uuid.uuid4()}.tmp"
+        """Creates ``snapshot-N`` whole, unless another writer created it first."""
+        target = self.root / "snapshot" / f"snapshot-{snapshot_id}"
         try:
-            folder.mkdir(parents=True, exist_ok=True)
-            with open(temporary, "w") as out:
-                out.write(text)
-                out.flush()
-                os.fsync(out.fileno())
-            try:
-                os.link(temporary, target)
-            except FileExistsError:
-                return False
-            return True
+            target.parent.mkdir(parents=True, exist_ok=True)
+            return write_new(target, text)
         except OSError as e:
             raise TableIOError(f"creating {target} failed: {e}") from e
-        finally:
-            temporary.unlink(missing_ok=True)
 
     def _hint(self, name: str, snapshot_id: int) -> None:
         """Best effort, as in Paimon: readers check a hint before they trust it."""

@@ -9,6 +9,8 @@ files. The index manifest lists the deletion-vector files of the snapshot.
 from __future__ import annotations
 
 import json
+import os
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -204,3 +206,27 @@ def deletion_vectors(root: Path, snapshot: Snapshot, in_data_dir: Any) -> dict[t
             if r is not None:
                 out[(partition, bucket, r["f0"])] = DeletionVector(path, r["f1"], r["f2"])
     return out
+
+
+def write_new(path: Path, text: str) -> bool:
+    """Creates ``path`` holding ``text``, whole or not at all, unless it exists (then
+    ``False``): written to a temporary file beside it, synced, then hard-linked to its
+    name (a link never replaces a file, unlike a rename) and the directory synced."""
+    temporary = path.parent / f".{path.name}.{uuid.uuid4()}.tmp"
+    try:
+        with open(temporary, "w") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        try:
+            os.link(temporary, path)
+        except FileExistsError:
+            return False
+        directory = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(directory)
+        finally:
+            os.close(directory)
+        return True
+    finally:
+        temporary.unlink(missing_ok=True)

@@ -80,33 +80,36 @@ def sections(files: Sequence[DataFile], key: Callable[[bytes], tuple]) -> list[l
     """Paimon's IntervalPartition: ``files`` as sections of sorted runs, in key order.
     ``key`` decodes a serialized key row into a comparable tuple. Ranges are inclusive:
     touching ranges share a section."""
-    ordered = sorted(files, key=lambda f: (key(f.min_key), key(f.max_key)))
+    ranges = {id(f): (key(f.min_key), key(f.max_key)) for f in files}  # decoded once per file
+    ordered = sorted(files, key=lambda f: ranges[id(f)])
     out: list[list[DataFile]] = []
     bound = None
     for f in ordered:
-        if out and key(f.min_key) <= bound:
+        low, high = ranges[id(f)]
+        if out and low <= bound:
             out[-1].append(f)
-            bound = max(bound, key(f.max_key))
+            bound = max(bound, high)
         else:
             out.append([f])
-            bound = key(f.max_key)
-    return [_sorted_runs(section, key) for section in out]
+            bound = high
+    return [_sorted_runs(section, ranges) for section in out]
 
 
-def _sorted_runs(files: list[DataFile], key: Callable[[bytes], tuple]) -> list[list[DataFile]]:
+def _sorted_runs(files: list[DataFile], ranges: dict[int, tuple[tuple, tuple]]) -> list[list[DataFile]]:
     """Chains a section's files (sorted by min key) into as few runs as it greedily can:
     a file joins the run that ends lowest, if it starts after that run's end."""
     runs: list[list[DataFile]] = [[files[0]]]
-    heap = [(key(files[0].max_key), 0)]
+    heap = [(ranges[id(files[0])][1], 0)]
     for f in files[1:]:
+        low, high = ranges[id(f)]
         end, r = heapq.heappop(heap)
-        if key(f.min_key) > end:
+        if low > end:
             runs[r].append(f)
-            heapq.heappush(heap, (key(f.max_key), r))
+            heapq.heappush(heap, (high, r))
         else:
             heapq.heappush(heap, (end, r))
             runs.append([f])
-            heapq.heappush(heap, (key(f.max_key), len(runs) - 1))
+            heapq.heappush(heap, (high, len(runs) - 1))
     # Older runs first: the merge takes equal versions in run order only after sequence
     # numbers, which decide; a stable order keeps the output deterministic.
     return sorted(runs, key=lambda run: min(f.min_sequence for f in run))

@@ -21,7 +21,7 @@ from ..errors import InvalidInputError, TableExistsError, TableIOError, TableNot
 from ..table._prune import DynamicFilter
 from ._commit import CommitMessage, Committer
 from ._expire import expire_snapshots
-from ._meta import DataFile, Snapshot, latest_snapshot_id, live_entries, live_files, snapshot_ids
+from ._meta import DataFile, Snapshot, latest_snapshot_id, live_entries, live_files, snapshot_ids, write_new
 from ._plan import SEQUENCE_NUMBER, VALUE_KIND, Plan, Planner, Split
 from ._schema import TableSchema, load_schema, schema_ids, schema_json
 from ._write import DataFileWriter, TableWrite, remove_data_file
@@ -216,10 +216,12 @@ class PaimonTable:
             by_bucket.setdefault((e["_PARTITION"], e["_BUCKET"]), []).append(e)
         trigger = int(schema.options.get("num-sorted-run.compaction-trigger", "5"))
         chosen = {k: v for k, v in by_bucket.items() if _needs_compaction(v, top, full, trigger)}
+        columns = tuple(schema.arrow.names)
+        planner = Planner(self._root, snap, schema, columns, _read_columns(schema, self._setup, list(columns)))
         messages: list[CommitMessage] = []
         try:
             for (partition, bucket), group in sorted(chosen.items()):
-                after = self._merge_bucket(snap, schema, [DataFile.of(e) for e in group], top)
+                after = self._merge_bucket(planner, [DataFile.of(e) for e in group], top)
                 before = tuple(e["_FILE"] for e in group)
                 total = group[0]["_TOTAL_BUCKETS"]
                 messages.append(CommitMessage(partition, bucket, total, compact_before=before, compact_after=after))
@@ -236,12 +238,9 @@ class PaimonTable:
             "files_written": sum(len(m.compact_after) for m in messages),
         }
 
-    def _merge_bucket(
-        self, snap: Snapshot, schema: TableSchema, files: list[DataFile], level: int
-    ) -> tuple[dict[str, Any], ...]:
+    def _merge_bucket(self, planner: Planner, files: list[DataFile], level: int) -> tuple[dict[str, Any], ...]:
         """One bucket's files merged (deletes dropped) into one new file at ``level``."""
-        columns = tuple(schema.arrow.names)
-        planner = Planner(self._root, snap, schema, columns, _read_columns(schema, self._setup, list(columns)))
+        snap, schema, columns = planner.snapshot, planner.schema, planner.columns
         splits = planner.splits(files, None)
         sections = tuple(section for split in splits for section in split.sections)
         first = splits[0]
@@ -517,18 +516,11 @@ def _create(
         raise InvalidInputError(f"{root} is not empty; a table needs a new or empty directory")
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        temporary = folder / f".schema-0.{os.getpid()}.tmp"
-        temporary.write_text(text)
-        try:
-            os.link(temporary, folder / "schema-0")
-        except FileExistsError as e:
-            raise TableExistsError(f"a table already exists at {root}") from e
-        finally:
-            temporary.unlink(missing_ok=True)
+        created = write_new(folder / "schema-0", text)
     except OSError as e:
-        if isinstance(e, TableExistsError):
-            raise
         raise TableIOError(f"creating the table at {root} failed: {e}") from e
+    if not created:
+        raise TableExistsError(f"a table already exists at {root}")
     return root, parsed
 
 

@@ -66,7 +66,7 @@ class TableWrite:
             raise UnsupportedFeatureError(
                 f"writing to a table with 'bucket' = {self.buckets} (dynamic or postponed buckets) is not supported"
             )
-        self.table_schema = pa.schema([f.arrow() for f in schema.fields])
+        self.table_schema = schema.arrow
         self.partitions = _Partitions(self.table_schema, list(schema.partition_keys))
         sort_schema = self.table_schema
         if row_kind:
@@ -258,8 +258,8 @@ class DataFileWriter:
             self._flush()
 
     def _track(self, batch: pa.RecordBatch, n: int) -> None:
-        key_columns = [batch.column(KEY_PREFIX + k) for k in self.keys]
-        first = tuple(_value(c, 0) for c in key_columns)
+        key_columns = [_comparable(batch.column(KEY_PREFIX + k)) for k in self.keys]
+        first = tuple(c[0].as_py() for c in key_columns)
         if first == self.max_key or (n > 1 and _repeats(key_columns)):
             # Paimon reads a lone file as it is: it must hold each key once.
             raise UnsupportedFeatureError(
@@ -267,7 +267,7 @@ class DataFileWriter:
                 "(partial-update or aggregate with row kinds or a sequence field): write them in separate commits"
             )
         self.min_key = first if self.min_key is None else self.min_key
-        self.max_key = tuple(_value(c, n - 1) for c in key_columns)
+        self.max_key = tuple(c[n - 1].as_py() for c in key_columns)
         self.key_stats.append(tuple(_bounds(c) for c in key_columns))
         bounds = pc.min_max(batch.column(SEQUENCE_NUMBER))
         self.sequences += [bounds["min"].as_py(), bounds["max"].as_py()]
@@ -334,11 +334,10 @@ class DataFileWriter:
         _remove_empty_parents(self.root, self.path)
 
 
-def _value(column: pa.Array, i: int) -> Any:
-    """A key value as :func:`_binary.encode` takes it (timestamps as integers, exactly)."""
-    if pa.types.is_timestamp(column.type):
-        return column.cast(pa.int64())[i].as_py()
-    return column[i].as_py()
+def _comparable(column: pa.Array) -> pa.Array:
+    """A key column whose Python values :func:`_binary.encode` takes exactly (timestamps
+    as integers of their unit, which Python's datetime would cut to microseconds)."""
+    return column.cast(pa.int64()) if pa.types.is_timestamp(column.type) else column
 
 
 def _repeats(key_columns: list[pa.Array]) -> bool:
@@ -351,9 +350,7 @@ def _repeats(key_columns: list[pa.Array]) -> bool:
 
 
 def _bounds(column: pa.Array) -> tuple[Any, Any]:
-    """The least and greatest value of a key column, as :func:`_value` gives values."""
-    if pa.types.is_timestamp(column.type):
-        column = column.cast(pa.int64())
+    """The least and greatest value of a key column (made :func:`_comparable`)."""
     bounds = pc.min_max(column)
     return bounds["min"].as_py(), bounds["max"].as_py()
 
@@ -418,12 +415,17 @@ class _Partitions:
             codes = [self.combined.codes(pc.binary_join_element_wise(*[c.cast(pa.string()) for c in codes], "/"))]
         return codes[0].to_numpy(zero_copy_only=False).astype(np.int64)
 
+    def codes(self, number: int) -> list[int]:
+        """Each column's code in partition ``number``."""
+        if len(self.columns) == 1:
+            return [number]
+        return [int(c) for c in self.combined.values[number].as_py().split("/")]
+
     def values(self, number: int) -> tuple[Any, ...]:
         """The partition values of partition ``number``."""
         if not self.columns:
             return ()
-        codes = [number] if len(self.columns) == 1 else map(int, self.combined.values[number].as_py().split("/"))
-        return tuple(_value(d.values, c) for d, c in zip(self.per_column, codes, strict=True))
+        return tuple(_comparable(d.values)[c].as_py() for d, c in zip(self.per_column, self.codes(number), strict=True))
 
 
 # Widenings a write accepts without asking: every value of the source type has exactly one

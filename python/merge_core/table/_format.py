@@ -180,28 +180,9 @@ def commit(root: Path, make: Callable[[Snapshot], Snapshot]) -> Snapshot:
 
 def _publish(path: Path, data: dict[str, Any]) -> bool:
     """Writes ``data`` as JSON to ``path`` atomically, only if ``path`` does not exist."""
-    tmp = path.parent / f".tmp-{uuid.uuid4().hex}.json"
-    try:
-        with open(tmp, "w") as f:
-            json.dump(data, f, indent=1)
-            f.flush()
-            os.fsync(f.fileno())
-        try:
-            os.link(tmp, path)
-        except FileExistsError:
-            return False
-        _sync_dir(path.parent)
-        return True
-    finally:
-        tmp.unlink(missing_ok=True)
+    from ..paimon._meta import write_new  # here: the Paimon package imports this one
 
-
-def _sync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    return write_new(path, json.dumps(data, indent=1))
 
 
 def partition_dir(names: Iterable[str], values: Iterable[str | None]) -> str:

@@ -409,7 +409,7 @@ class Table:
                 removed_bytes += stat.st_size
         for i in expired:
             fmt.snapshot_path(self._root, i).unlink(missing_ok=True)
-        for tmp in fmt.meta_dir(self._root).glob(".tmp-*"):
+        for tmp in fmt.meta_dir(self._root).glob(".*.tmp"):
             if now - tmp.stat().st_mtime > orphan_age:
                 tmp.unlink(missing_ok=True)
         _remove_empty_dirs(self._root / "data")

@@ -16,13 +16,12 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from .. import _native
 from .._inputs import as_stream_source, batches_of
 from .._sort import _native_options, _reraise
 from ..errors import InvalidInputError
-from ..paimon._write import _Dictionary, group_boundaries, kind_codes
+from ..paimon._write import _Partitions, group_boundaries, kind_codes
 from ._files import RunWriter
 from ._format import KIND, DataFile, TableMeta
 
@@ -30,27 +29,17 @@ GROUP = "_group"
 SORT_BATCH_ROWS = 64 * 1024
 
 
-class PartitionNumbers:
+class PartitionNumbers(_Partitions):
     """Numbers the partitions met in one write and remembers their values as strings."""
 
     def __init__(self, meta: TableMeta):
-        self.columns = meta.partition_by
-        self.per_column = [_Dictionary(meta.schema.field(c).type) for c in self.columns]
-        self.combined = _Dictionary(pa.string())
-
-    def numbers(self, batch: pa.RecordBatch) -> np.ndarray:
-        if not self.columns:
-            return np.zeros(batch.num_rows, dtype=np.int64)
-        codes = [d.codes(batch.column(c)) for d, c in zip(self.per_column, self.columns, strict=True)]
-        if len(codes) > 1:  # one number per combination of the columns' numbers
-            codes = [self.combined.codes(pc.binary_join_element_wise(*[c.cast(pa.string()) for c in codes], "/"))]
-        return codes[0].to_numpy(zero_copy_only=False).astype(np.int64)
+        super().__init__(meta.schema, list(meta.partition_by))
 
     def values(self, number: int) -> tuple[str | None, ...]:
         """The partition values (cast to string) of partition ``number``."""
         if not self.columns:
             return ()
-        codes = [number] if len(self.columns) == 1 else map(int, self.combined.values[number].as_py().split("/"))
+        codes = self.codes(number)
         return tuple(d.values[c].cast(pa.string()).as_py() for d, c in zip(self.per_column, codes, strict=True))
 
 
