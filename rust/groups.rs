@@ -32,9 +32,6 @@ pub struct GroupOptions {
     /// several times (a table's runs are folded only as far as is sound; see
     /// [`crate::MergeFunction::for_partial_run`]).
     pub merge: MergeOptions,
-    /// The output is a run above older runs (a partial compaction): fold only as far as
-    /// is sound and keep deletes.
-    pub partial: bool,
     /// Most groups merged at once (at least 1).
     pub threads: usize,
 }
@@ -44,16 +41,8 @@ pub struct GroupOptions {
 const READ_AHEAD_BYTES: usize = 128 << 20;
 
 /// Merges each group of runs (of `schema`) on its own, streaming the outputs in order.
-pub fn merge_groups(
-    schema: SchemaRef,
-    groups: Vec<Vec<Run>>,
-    mut options: GroupOptions,
-) -> Result<MergeStream> {
-    let merge = &mut options.merge;
-    if options.partial {
-        let plain_rows = merge.versions.plain();
-        merge.merge = merge.merge.for_partial_run(plain_rows);
-    }
+pub fn merge_groups(schema: SchemaRef, groups: Vec<Vec<Run>>, options: GroupOptions) -> Result<MergeStream> {
+    let merge = &options.merge;
     let layout = Layout::new(schema.clone(), &merge.key, &merge.versions, false)?;
     let merged_schema = output_schema(&layout, &Folder::new(merge.merge.clone(), &layout)?);
     let output = OutputColumns::select(merged_schema, merge.columns.as_deref())?.schema;

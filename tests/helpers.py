@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pyarrow as pa
 
 
@@ -33,3 +35,12 @@ def pypaimon_commit(table, rows: list[dict], schema: pa.Schema) -> None:
     committer.commit(writer.prepare_commit())
     writer.close()
     committer.close()
+
+
+def pypaimon_rust_rows(root: Path, snapshot: int | None = None) -> list[dict]:
+    """The rows pypaimon-rust reads from the table at ``root`` (``<warehouse>/<db>.db/<t>``)."""
+    from pypaimon_rust.datafusion import PaimonCatalog
+
+    table = PaimonCatalog({"warehouse": str(root.parent.parent)}).get_table((root.parent.name[:-3], root.name))
+    builder = table.new_read_builder({} if snapshot is None else {"scan.snapshot-id": str(snapshot)})
+    return [r for b in builder.new_read().read(builder.new_scan().plan().splits()) for r in b.to_pylist()]

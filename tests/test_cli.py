@@ -96,15 +96,15 @@ def test_table_commands_end_to_end(tmp_path):
     expected = duckdb_upsert([pq.read_table(f) for f in files])
     assert pq.read_table(out).sort_by("uuid").to_pylist() == expected
 
-    assert "16 runs -> 4" in run("table", "compact", lake, "--full").stdout
+    assert "16 files -> 4" in run("table", "compact", lake, "--full").stdout
     info = run("table", "info", lake)
     assert '"max_runs_per_bucket": 1' in info.stdout, info.stdout
-    assert "removed 4 snapshots and 16 files" in run("table", "expire", lake).stdout
+    assert "removed 4 snapshots, 16 data files and" in run("table", "expire", lake).stdout
     assert run("table", "read", lake, "-o", out).returncode == 0
     assert pq.read_table(out).sort_by("uuid").to_pylist() == expected
 
     for args, message in [
-        (("table", "read", str(tmp_path / "none"), "-o", out), "no merge-core table"),
+        (("table", "read", str(tmp_path / "none"), "-o", out), "no Paimon table"),
         (("table", "create", lake, "--like", files[0], "-k", "uuid"), "already exists"),
         (("table", "read", lake, "-o", out, "--columns", "nope"), "no columns"),
         (("table", "read", lake, "-o", out, "--partition", "x"), "COL=VALUE"),

@@ -116,7 +116,7 @@ def test_every_native_export_is_public():
     from merge_core import _native
 
     public = {name for name in dir(_native) if not name.startswith("_")}
-    wrapped = {"merge", "merge_groups", "bucket_ids", "read_paimon", "paimon_bucket_ids"}  # by mc.merge and the tables
+    wrapped = {"merge", "bucket_ids", "read_paimon", "paimon_bucket_ids"}  # by mc.merge and the tables
     assert public - wrapped <= set(mc.__all__)
 
 

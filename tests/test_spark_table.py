@@ -1,4 +1,5 @@
-"""merge_core.spark.write / read of an mc.Table, and the seed's DPP query on Spark."""
+"""merge_core.spark.write / compact / read of an mc.Table (a Paimon table), and the
+seed's DPP query on Spark."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import merge_core as mc
 import merge_core.spark as mcs
 import pyarrow as pa
 import pytest
+from helpers import pypaimon_rust_rows
 
 SCHEMA = pa.schema([("id", pa.int64()), ("sold", pa.date32()), ("amount", pa.int64()), ("note", pa.string())])
 DAYS = [dt.date(1999, 12, 29) + dt.timedelta(days=i) for i in range(8)]
@@ -50,7 +52,27 @@ def test_spark_write_and_read_equal_local(spark, tables):
     assert rows(remote.read().read_all()) == expected
     from_spark = mcs.read(spark, remote).toArrow()
     assert rows(from_spark.cast(local.read().schema)) == expected
-    assert sorted(f.partition for f in remote.snapshot().files) == sorted(f.partition for f in local.snapshot().files)
+
+    def buckets(table):
+        return sorted((f["partition"], f["bucket"], f["rows"]) for f in table.files())
+
+    assert buckets(remote) == buckets(local), "the same files, in the same buckets"
+
+
+def test_spark_compaction_equals_local(spark, tmp_path, tables):
+    local, remote = tables
+    import shutil
+
+    shutil.copytree(remote.path, tmp_path / "db.db" / "copy")
+    copy = mc.Table.open(tmp_path / "db.db" / "copy")
+    result = mcs.compact(spark, copy, full=True)
+    assert result["files_merged"] == len(remote.files()) and result["files_written"] == 24
+    assert all(f["level"] == 5 for f in copy.files()) and len(copy.files()) == 24, "one file per bucket"
+    assert rows(copy.read().read_all()) == rows(local.read().read_all())
+    assert mcs.compact(spark, copy, full=True)["files_merged"] == 0
+    pytest.importorskip("pypaimon_rust")
+    read = sorted(pypaimon_rust_rows(copy.path), key=lambda r: r["id"])
+    assert read == rows(local.read().read_all()), "a peer reads Spark's compaction"
 
 
 def test_spark_read_of_projection_older_snapshot_and_partitions(spark, tables):

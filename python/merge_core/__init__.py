@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from typing import Any, Literal
 
 from . import _native
+from ._filter import DynamicFilter
 from ._inputs import as_stream_sources, column_names, is_descending
 from ._native import Stream
 from ._options import Aggregate, Deduplicate, FirstRow, MergeSpec, PartialUpdate, merge_spec
@@ -30,7 +31,7 @@ from .errors import (
     TableNotFoundError,
     UnsupportedFeatureError,
 )
-from .table import DynamicFilter, Table
+from .paimon import Table
 
 __version__: str = _native.__version__
 

@@ -27,8 +27,8 @@ EXAMPLES = """examples:
 def add_commands(commands: argparse._SubParsersAction) -> None:
     table = commands.add_parser(
         "table",
-        help="a merge-on-read primary-key table: create | write | read | compact | info | expire",
-        description="A primary-key table of sorted Parquet runs, merged on read.",
+        help="an Apache Paimon primary-key table: create | write | read | compact | info | expire",
+        description="An Apache Paimon primary-key table, merged on read (Flink, Spark and pypaimon share it).",
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -47,6 +47,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--merge", default="deduplicate", help="deduplicate (default), first-row, partial-update, aggregate")
     p.add_argument("--preset", choices=["contest"], help="the contest's rules: requests summed, others newest non-null")
     p.add_argument("--sequence", action="append", default=[], metavar="COL")
+    p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="a Paimon table option")
     p.set_defaults(run=cmd_create)
 
     p = sub("write", "write Parquet files into the table, one commit per file, in order")
@@ -63,7 +64,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--snapshot", type=int, default=None)
     p.set_defaults(run=cmd_read)
 
-    p = sub("compact", "merge the runs of each bucket (--full: into one run, dropping deletes)")
+    p = sub("compact", "merge the files of buckets with many runs (--full: of every bucket) into one, dropping deletes")
     p.add_argument("--full", action="store_true")
     p.set_defaults(run=cmd_compact)
 
@@ -79,6 +80,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
 def cmd_create(args: argparse.Namespace) -> int:
     schema = _open_parquet(args.like).schema_arrow
     merge = contest.CONTEST_MERGE if args.preset == "contest" else args.merge
+    options = dict(_key_value(item, "--option KEY=VALUE") for item in args.option)
     table = mc.Table.create(
         args.path,
         schema,
@@ -87,8 +89,10 @@ def cmd_create(args: argparse.Namespace) -> int:
         buckets=args.buckets,
         merge=merge,
         sequence=args.sequence or None,
+        options=options,
     )
-    print(f"created {table.path}: key {table.key}, {table.buckets} buckets, merge {table.merge['function']}")
+    function = table.info()["merge"]["function"]
+    print(f"created {table.path}: key {table.key}, {table.buckets} buckets, merge {function}")
     return 0
 
 
@@ -98,7 +102,7 @@ def cmd_write(args: argparse.Namespace) -> int:
     for path, parquet in zip(args.inputs, files, strict=True):
         start = time.perf_counter()
         batches = parquet.iter_batches(batch_size=65536)  # streamed: never the whole file in memory
-        if args.null_string and table.snapshot().id > 0:
+        if args.null_string and table.snapshots():
             batches = (contest.null_strings_as_null(b, args.null_string) for b in batches)
         data = pa.RecordBatchReader.from_batches(parquet.schema_arrow, batches)
         result = table.write(data, row_kind=args.row_kind, memory_limit=args.memory)
@@ -112,9 +116,7 @@ def cmd_read(args: argparse.Namespace) -> int:
     table = mc.Table.open(args.path)
     partitions: dict[str, list[str]] = {}
     for item in args.partition:
-        column, sep, value = item.partition("=")
-        if not sep:
-            raise UserError(f"--partition takes COL=VALUE, got {item!r}")
+        column, value = _key_value(item, "--partition COL=VALUE")
         partitions.setdefault(column, []).append(value)
     columns = args.columns.split(",") if args.columns else None
     start = time.perf_counter()
@@ -136,8 +138,8 @@ def cmd_compact(args: argparse.Namespace) -> int:
     result = mc.Table.open(args.path).compact(full=args.full)
     seconds = time.perf_counter() - start
     kind = "full" if args.full else "partial"
-    merged, written = result["runs_merged"], result["files_written"]
-    print(f"{kind} compaction: {merged} runs -> {written} in {seconds:.2f}s (snapshot {result['snapshot']})")
+    merged, written = result["files_merged"], result["files_written"]
+    print(f"{kind} compaction: {merged} files -> {written} in {seconds:.2f}s (snapshot {result['snapshot']})")
     return 0
 
 
@@ -149,5 +151,16 @@ def cmd_info(args: argparse.Namespace) -> int:
 def cmd_expire(args: argparse.Namespace) -> int:
     result = mc.Table.open(args.path).expire(keep_snapshots=args.keep, orphan_age=args.orphan_age)
     mib = result["bytes_removed"] / 2**20
-    print(f"removed {result['snapshots_removed']} snapshots and {result['files_removed']} files ({mib:.1f} MiB)")
+    print(
+        f"removed {result['snapshots_removed']} snapshots, {result['files_removed']} data files and "
+        f"{result['manifests_removed']} manifest files ({mib:.1f} MiB)"
+    )
     return 0
+
+
+def _key_value(item: str, usage: str) -> tuple[str, str]:
+    key, sep, value = item.partition("=")
+    if not sep or not key:
+        option, form = usage.split()
+        raise UserError(f"{option} takes {form}, got {item!r}")
+    return key, value

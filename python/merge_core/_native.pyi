@@ -50,21 +50,6 @@ class SortBuffer:
 def sort(source: object, options: dict[str, Any]) -> Stream: ...
 def bucket_ids(batch: pa.RecordBatch, key: list[str], buckets: int) -> pa.UInt32Array: ...
 def paimon_bucket_ids(batch: pa.RecordBatch, columns: list[str], buckets: int) -> pa.Int32Array: ...
-def merge_groups(
-    schema: pa.Schema,
-    groups: list[list[Any]],
-    key: list[str],
-    sequence: list[str],
-    descending: bool,
-    system_sequence: str | None,
-    row_kind: str | None,
-    merge: dict[str, Any],
-    batch_size: int,
-    columns: list[str] | None,
-    partial: bool,
-    stats: list[tuple[str, int]],
-    threads: int,
-) -> Stream: ...
 def read_paimon(
     schema: pa.Schema,
     sections: list[list[list[tuple[str, list[str | None], bytes | None]]]],

@@ -21,12 +21,10 @@ runs. Pack a virtual environment that has it installed and ship it with the job:
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import asdict
 from functools import reduce
 from typing import TYPE_CHECKING, Any
 
@@ -34,13 +32,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ._filter import DynamicFilter
 from ._inputs import column_names
 from ._options import Deduplicate, FirstRow, MergeSpec
 from ._sort import SortBuffer, sort
 from .contest import CONTEST_MERGE
 from .errors import InvalidInputError
-from .paimon import PaimonTable
-from .table import DataFile, DynamicFilter, Table
+from .paimon import Table, summary
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -314,110 +312,105 @@ BUCKET_COLUMN = "__merge_core_bucket"
 
 def write(
     df: DataFrame,
-    table: Table,
+    table: Table | str | os.PathLike[str],
     row_kind: str | None = None,
     memory_limit: int | str = "256MiB",
     num_partitions: int | None = None,
-) -> dict[str, int]:
+) -> dict[str, int | None]:
     """Writes ``df`` into ``table`` as one commit (see :meth:`merge_core.Table.write`).
 
-    Each row's bucket is computed in Rust, rows are partitioned by (partition columns,
-    bucket) so that each bucket is written by one task, every task sorts and folds its
-    rows and writes one run per bucket, and the driver commits all runs at once. The
-    table's directory must be reachable at the same path by the driver and every
-    executor (a local path in local mode, a shared filesystem on a cluster). Files of
-    failed task attempts are never committed; ``table.expire`` removes them.
+    Each row's bucket is Paimon's (computed in Rust), rows are partitioned by (partition
+    columns, bucket) so that each bucket is written by one task, every task writes its
+    buckets' files (``new_write`` -> ``write`` -> ``prepare_commit``) and sends back
+    commit messages, and the driver commits them at once. The table's directory must be
+    reachable at the same path by the driver and every executor (a local path in local
+    mode, a shared filesystem on a cluster). Files of failed task attempts are never
+    committed; ``table.expire`` removes them.
     """
-    from pyspark.sql.types import IntegerType, StringType, StructField, StructType
+    import pickle
 
-    meta = table._meta
+    from pyspark.sql.types import BinaryType, IntegerType, StructField, StructType
+
+    table = _open(table)
+    path = str(table.path)
     buckets_schema = StructType([*df.schema.fields, StructField(BUCKET_COLUMN, IntegerType(), False)])
 
     def bucket_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from . import _native
-
+        opened = Table.open(path)
         for batch in batches:
-            ids = _native.bucket_ids(batch, meta.key, meta.buckets).cast(pa.int32())
-            yield batch.append_column(BUCKET_COLUMN, ids)
+            yield batch.append_column(BUCKET_COLUMN, opened.bucket_ids(batch, row_kind))
 
     def write_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         first = next(batches, None)
         if first is None:
             return
         rows = (b.drop_columns([BUCKET_COLUMN]) for b in _chain(first, batches))
-        schema = first.schema.remove(first.schema.get_field_index(BUCKET_COLUMN))
-        files = table._write_runs(pa.RecordBatchReader.from_batches(schema, rows), row_kind, memory_limit, None)
-        yield pa.record_batch({"file": [json.dumps(asdict(f)) for f in files]})
+        with Table.open(path).new_write(row_kind, memory_limit) as writer:
+            writer.write(rows)
+            messages = writer.prepare_commit()
+        yield pa.record_batch({"message": pa.array([pickle.dumps(m) for m in messages], pa.binary())})
 
     partitions = num_partitions or df.sparkSession.sparkContext.defaultParallelism
-    staged = df.mapInArrow(bucket_task, buckets_schema).repartition(partitions, *meta.partition_by, BUCKET_COLUMN)
-    written = staged.mapInArrow(write_task, StructType([StructField("file", StringType(), False)])).collect()
-    files = [DataFile.from_json(json.loads(row.file)) for row in written]
-    return table._commit_written(files)
+    staged = df.mapInArrow(bucket_task, buckets_schema).repartition(partitions, *table.partition_by, BUCKET_COLUMN)
+    sent = staged.mapInArrow(write_task, StructType([StructField("message", BinaryType(), False)])).collect()
+    messages = [pickle.loads(row.message) for row in sent]
+    return summary(table.commit(messages), messages, compaction=False)
+
+
+def compact(spark: SparkSession, table: Table | str | os.PathLike[str], full: bool = False) -> dict[str, int | None]:
+    """Compacts ``table`` (see :meth:`merge_core.Table.compact`) with one Spark task per
+    bucket: the driver plans, each task merges its bucket into a new file, the driver
+    commits all of them at once."""
+    import pickle
+
+    from pyspark.sql.types import BinaryType, StructField, StructType
+
+    table = _open(table)
+    tasks = table.plan_compaction(full)
+    if not tasks:
+        return summary(max(table.snapshots(), default=None), [], compaction=True)
+    path = str(table.path)
+
+    def compact_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        opened = Table.open(path)
+        for batch in batches:
+            done = [pickle.dumps(opened.compact_bucket(pickle.loads(t))) for t in batch.column("task").to_pylist()]
+            yield pa.record_batch({"message": pa.array(done, pa.binary())})
+
+    blobs = [(i, pickle.dumps(t)) for i, t in enumerate(tasks)]
+    task_df = spark.sparkContext.parallelize(blobs, len(blobs)).toDF("i int, task binary")
+    sent = task_df.mapInArrow(compact_task, StructType([StructField("message", BinaryType(), False)])).collect()
+    messages = [pickle.loads(row.message) for row in sent]
+    return summary(table.commit(messages), messages, compaction=True)
 
 
 def read(
     spark: SparkSession,
-    table: Table | PaimonTable | str | os.PathLike[str],
+    table: Table | str | os.PathLike[str],
     columns: Sequence[str] | None = None,
     partitions: dict[str, Any] | None = None,
     dynamic_filter: DynamicFilter | Sequence[DynamicFilter] | None = None,
     snapshot: int | None = None,
     stats: dict[str, int] | None = None,
 ) -> DataFrame:
-    """The table's rows as a DataFrame (see :meth:`merge_core.Table.read`): one Spark
-    task per (partition, bucket) left after pruning (per split of a Paimon table), each
-    merging its runs in Rust. ``table`` may be a path. ``dynamic_filter`` may be built
-    from a Spark DataFrame (the filtered dimension); pass a dict as ``stats`` to receive
-    what was pruned."""
-    from pyspark.sql.pandas.types import from_arrow_schema
-
-    if isinstance(table, (str, os.PathLike)):
-        table = Table.open(table)
-    if isinstance(table, PaimonTable):
-        return _read_paimon(spark, table, columns, partitions, dynamic_filter, snapshot, stats)
-
-    plan = table._plan_read(columns, partitions, dynamic_filter, snapshot)
-    if stats is not None:
-        stats.update(plan.stats)
-    output = pa.schema([plan.schema.field(c) for c in plan.columns])
-
-    def read_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            for files in batch.column("files").to_pylist():
-                group = [DataFile.from_json(f) for f in json.loads(files)]
-                yield from table._merge([group], plan.schema, plan.columns, partial=False, stats={})
-
-    tasks = [(i, json.dumps([asdict(f) for f in group])) for i, group in enumerate(plan.groups)]
-    spark_schema = from_arrow_schema(output)
-    if not tasks:
-        return spark.createDataFrame([], spark_schema)
-    task_df = spark.sparkContext.parallelize(tasks, len(tasks)).toDF("task int, files string")
-    return task_df.mapInArrow(read_task, spark_schema)
-
-
-def _read_paimon(
-    spark: SparkSession,
-    table: PaimonTable,
-    columns: Sequence[str] | None,
-    partitions: dict[str, Any] | None,
-    dynamic_filter: DynamicFilter | Sequence[DynamicFilter] | None,
-    snapshot: int | None,
-    stats: dict[str, int] | None,
-) -> DataFrame:
-    """One task per split: the driver plans, each task reads its (pickled) split."""
+    """The table's rows as a DataFrame (see :meth:`merge_core.Table.read`): the driver
+    plans the splits left after pruning, one Spark task reads each (pickled) split and
+    merges it in Rust. ``table`` may be a path. ``dynamic_filter`` may be built from a
+    Spark DataFrame (the filtered dimension); pass a dict as ``stats`` to receive what
+    was pruned."""
     import pickle
 
     from pyspark.sql.pandas.types import from_arrow_schema
 
+    table = _open(table)
     splits = table.plan(columns, partitions, snapshot, dynamic_filter)
     if stats is not None:
         stats.update(splits.stats)
-    spark_schema = from_arrow_schema(table.read_schema(columns, splits.stats["snapshot"]))
+    spark_schema = from_arrow_schema(table.read_schema(columns, splits.stats["snapshot"] or None))
     path = str(table.path)
 
     def read_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        opened = PaimonTable.open(path)
+        opened = Table.open(path)
         for batch in batches:
             for blob in batch.column("split").to_pylist():
                 yield from opened.read_split(pickle.loads(blob))
@@ -427,3 +420,7 @@ def _read_paimon(
     tasks = [(i, pickle.dumps(s)) for i, s in enumerate(splits)]
     task_df = spark.sparkContext.parallelize(tasks, len(tasks)).toDF("task int, split binary")
     return task_df.mapInArrow(read_task, spark_schema)
+
+
+def _open(table: Table | str | os.PathLike[str]) -> Table:
+    return Table.open(table) if isinstance(table, (str, os.PathLike)) else table

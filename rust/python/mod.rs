@@ -2,13 +2,13 @@
 //! arguments, runs the Rust merge without the GIL, and turns errors and panics into
 //! `merge_core` exceptions. The public Python API lives in `python/merge_core/`.
 
+mod buckets;
 mod errors;
 mod inputs;
 mod options;
 mod paimon;
 mod sort;
 mod stream;
-mod table;
 
 use pyo3::prelude::*;
 
@@ -51,10 +51,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyStream>()?;
     m.add_class::<sort::PySortBuffer>()?;
     m.add_function(wrap_pyfunction!(sort::sort, m)?)?;
-    m.add_function(wrap_pyfunction!(table::bucket_ids, m)?)?;
-    m.add_function(wrap_pyfunction!(table::merge_groups, m)?)?;
+    m.add_function(wrap_pyfunction!(buckets::bucket_ids, m)?)?;
     m.add_function(wrap_pyfunction!(paimon::read_paimon, m)?)?;
-    m.add_function(wrap_pyfunction!(paimon::paimon_bucket_ids, m)?)?;
+    m.add_function(wrap_pyfunction!(buckets::paimon_bucket_ids, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -74,23 +74,8 @@ pub(crate) fn read_paimon(
             batch_size,
             columns: Some(columns),
         },
-        partial: false,
         threads,
     };
     let stream = guard(py, || merge_groups(schema, groups, options))?;
     Ok(PyStream::new(stream).with_extra_stats(stats))
-}
-
-/// The Paimon bucket (`0..buckets`, a `pyarrow.Int32Array`) of each row of `batch` by the
-/// bucket key `columns`, as Paimon's Java writer computes it.
-#[pyfunction]
-pub(crate) fn paimon_bucket_ids<'py>(
-    py: Python<'py>,
-    batch: &Bound<'py, PyAny>,
-    columns: Vec<String>,
-    buckets: i32,
-) -> PyResult<Bound<'py, PyAny>> {
-    let arrays = super::table::columns_by_name(py, batch, &columns, "bucket key")?;
-    let ids = guard(py, || crate::binary_row::paimon_bucket_ids(&arrays, &columns, buckets))?;
-    ids.to_data().to_pyarrow(py)
 }

@@ -8,25 +8,12 @@ from __future__ import annotations
 import os
 
 import pyarrow as pa
-import pyarrow.dataset as ds
 
 import merge_core as mc
 
 from ._measure import Peer, Section, missing, progress, same_rows, time_peers, timed
 from ._table import BUCKETS, paimon_table
-from ._upsert import BATCH, contest_versions
-
-
-def data_files(table: mc.Table) -> list[str]:
-    return [f.path for split in table.plan() for section in split.sections for run in section.runs for f in run]
-
-
-def decode_only(table, rows_stored: int) -> None:
-    """Decodes every data file the read merges, on all cores; fails unless it decoded them all."""
-    scanner = ds.dataset(data_files(table), format="parquet").scanner(batch_size=BATCH, use_threads=True)
-    decoded = sum(batch.num_rows for batch in scanner.to_batches())
-    if decoded != rows_stored:
-        raise RuntimeError(f"decoded {decoded:,} rows of {rows_stored:,}")
+from ._upsert import BATCH, contest_versions, data_files, decode_only
 
 
 def pypaimon_read(table, options: dict[str, str] | None = None) -> pa.Table:

@@ -1,12 +1,18 @@
-"""A primary-key merge-on-read table: merge-core's `mc.Table` against pypaimon (today's
-Python reader of a Paimon table) on the same versions, and the dynamic partition
+"""Writing a Paimon primary-key table (#19): the contest versions as 11 commits into an
+8-bucket table by merge-core, pypaimon (its Python writer and `write.native.enabled`) and
+pypaimon-rust, each table read back by merge-core and checked against merge-core's;
+merge-core's full compaction beside a full read and rewrite. Also the dynamic partition
 pruning example of Paimon's FLIP-248."""
 
 from __future__ import annotations
 
 import datetime as dt
+import importlib.metadata
 import os
+import shutil
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -16,67 +22,259 @@ import pyarrow.parquet as pq
 import merge_core as mc
 from merge_core import contest
 
-from ._measure import Run, Section, failure, measure, missing, progress, same_rows, timed
-from ._upsert import BATCH, contest_versions, write_table
+from ._measure import MiB, Run, Section, failure, measure, missing, progress, same_rows
+from ._upsert import BATCH, contest_versions
 
 BUCKETS = 8
+DATABASE, TABLE = "bench", "contest"
+NATIVE_WRITE = "write.native.enabled"
+PAIMON_OPTIONS = {
+    "bucket": str(BUCKETS),
+    "file.format": "parquet",
+    "merge-engine": "aggregation",
+    "fields.requests.aggregate-function": "sum",
+    "fields.default-aggregate-function": "last_non_null_value",
+}
 
 
-def paimon_table(warehouse: str, paths: list[str]):
-    """The versions as commits into a Paimon primary-key table with the contest's rules
-    (aggregation merge engine: sum, default last_non_null_value)."""
+def load_versions(paths: list[str]) -> list[pa.Table]:
+    """The versions as the commits write them: 'null' in `name` after the base is a null."""
+    return [
+        contest.null_strings_as_null(pq.read_table(p), ["name"]) if i else pq.read_table(p) for i, p in enumerate(paths)
+    ]
+
+
+def table_path(warehouse: str) -> str:
+    return os.path.join(warehouse, f"{DATABASE}.db", TABLE)
+
+
+# -- the writers: each creates a table and commits every version, one commit each ---------
+
+
+def merge_core_write(root: str, versions: list[pa.Table]) -> str:
+    table = mc.Table.create(root, contest.SCHEMA, key="uuid", buckets=BUCKETS, merge=contest.CONTEST_MERGE)
+    for data in versions:
+        table.write(data)
+    return root
+
+
+def pypaimon_create(warehouse: str, options: dict[str, str] | None = None):
+    """An empty table with the contest's rules in a local filesystem catalog."""
     from pypaimon import CatalogFactory, Schema
 
     catalog = CatalogFactory.create({"warehouse": warehouse})
-    catalog.create_database("bench", False)
+    catalog.create_database(DATABASE, False)
     schema = pa.schema([f.with_nullable(f.name != "uuid") for f in contest.SCHEMA])
-    options = {
-        "bucket": str(BUCKETS),
-        "file.format": "parquet",
-        "merge-engine": "aggregation",
-        "fields.requests.aggregate-function": "sum",
-        "fields.default-aggregate-function": "last_non_null_value",
-    }
-    definition = Schema.from_pyarrow_schema(schema, primary_keys=["uuid"], options=options)
-    catalog.create_table("bench.contest", definition, False)
-    table = catalog.get_table("bench.contest")
-    for i, path in enumerate(paths):
-        data = pq.read_table(path)
-        data = (contest.null_strings_as_null(data, ["name"]) if i else data).cast(schema)
+    definition = Schema.from_pyarrow_schema(
+        schema, primary_keys=["uuid"], options={**PAIMON_OPTIONS, **(options or {})}
+    )
+    catalog.create_table(f"{DATABASE}.{TABLE}", definition, False)
+    return catalog.get_table(f"{DATABASE}.{TABLE}")
+
+
+def pypaimon_commits(table, versions: list[pa.Table], native: bool = False) -> None:
+    """One batch write and commit per version; with `native`, fails unless pypaimon's
+    Rust writer did the writing (pypaimon falls back to Python silently)."""
+    schema = pa.schema([f.with_nullable(f.name != "uuid") for f in contest.SCHEMA])
+    for data in versions:
         builder = table.new_batch_write_builder()
         writer, commit = builder.new_write(), builder.new_commit()
-        writer.write_arrow(data)
+        writer.write_arrow(data.cast(schema))
+        if native and (type(writer).__name__ != "NativeTableWrite" or writer.__dict__.get("_python_writer")):
+            raise RuntimeError(
+                f"pypaimon wrote with its Python writer ({type(writer).__name__}) despite {NATIVE_WRITE}"
+            )
         commit.commit(writer.prepare_commit())
         writer.close()
         commit.close()
+
+
+def pypaimon_write(warehouse: str, versions: list[pa.Table], options: dict[str, str] | None = None) -> str:
+    pypaimon_commits(pypaimon_create(warehouse, options), versions, native=bool(options and NATIVE_WRITE in options))
+    return table_path(warehouse)
+
+
+def paimon_table(warehouse: str, paths: list[str]):
+    """The versions as commits by pypaimon into a Paimon primary-key table with the
+    contest's rules (aggregation merge engine: sum, default last_non_null_value)."""
+    table = pypaimon_create(warehouse)
+    pypaimon_commits(table, load_versions(paths))
     return table
 
 
-def paimon_read(table) -> pa.Table:
-    builder = table.new_read_builder()
-    return builder.new_read().to_arrow(builder.new_scan().plan().splits())
+def pypaimon_rust_write(warehouse: str, versions: list[pa.Table]) -> str:
+    """pypaimon-rust's batch write and commit. Its catalog cannot create a table, so the
+    same definition is created by merge-core first."""
+    from pypaimon_rust.datafusion import PaimonCatalog
+
+    mc.Table.create(table_path(warehouse), contest.SCHEMA, key="uuid", buckets=BUCKETS, merge=contest.CONTEST_MERGE)
+    table = PaimonCatalog({"warehouse": warehouse}).get_table((DATABASE, TABLE))
+    for data in versions:
+        builder = table.new_batch_write_builder()
+        writer, commit = builder.new_write(), builder.new_commit()
+        for batch in data.to_batches():
+            writer.write_arrow(batch)
+        commit.commit(writer.prepare_commit())
+        writer.close()
+        commit.close()
+    return table_path(warehouse)
 
 
-def compare(folder: str, base_rows: int, repeat: int) -> tuple[list[Run], int]:
+# -- what the installed peers can do ----------------------------------------------------
+
+
+def version_of(package: str) -> str:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def pypaimon_lacks_native_write() -> str | None:
+    """Why pypaimon cannot be asked to write natively, or None when it has the option."""
+    from pypaimon.common.options.config_option import ConfigOption
+    from pypaimon.common.options.core_options import CoreOptions
+
+    keys = {v.key() for v in vars(CoreOptions).values() if isinstance(v, ConfigOption)}
+    if NATIVE_WRITE in keys:
+        return None
+    return f"not supported: pypaimon {version_of('pypaimon')} has no table option `{NATIVE_WRITE}`"
+
+
+def pypaimon_rust_lacks_write() -> str | None:
+    """Why pypaimon-rust cannot write a table, or None when its API has a batch write and commit."""
+    from pypaimon_rust import datafusion
+
+    table = getattr(datafusion, "Table", None)
+    builder = getattr(datafusion, "BatchWriteBuilder", None)
+    can = table is not None and hasattr(table, "new_batch_write_builder")
+    can = can and builder is not None and hasattr(builder, "new_write") and hasattr(builder, "new_commit")
+    if can:
+        return None
+    return f"not supported: pypaimon-rust {version_of('pypaimon-rust')} has no table write/commit in its Python API"
+
+
+# -- the benchmark ----------------------------------------------------------------------
+
+
+@dataclass
+class Writer:
+    tool: str
+    write: Callable[[str], str]  # a new folder -> the table's path
+    module: str | None = None
+    repeat: int | None = None
+    unsupported: Callable[[], str | None] | None = None
+
+
+def contents(path: str) -> pa.Table:
+    return mc.Table.open(path).read(batch_size=BATCH).read_all()
+
+
+def on_disk(path: str) -> tuple[int, int, bool]:
+    """The table's data files: how many, their bytes on disk, and whether they store the
+    `_KEY_` copies of the key columns (Paimon's older layout; newer writers may omit them)."""
+    files = mc.Table.open(path).files()
+    size = sum(os.path.getsize(os.path.join(path, f["path"])) for f in files)
+    keys = bool(files) and any(
+        n.startswith("_KEY_") for n in pq.read_schema(os.path.join(path, files[0]["path"])).names
+    )
+    return len(files), size, keys
+
+
+def time_writer(writer: Writer, folder: str, repeat: int) -> tuple[float, int, float, str]:
+    """Best time of the repeats (each a new table; the one before is removed untimed),
+    highest peak, the best run's CPU seconds and the last table's path."""
+    best, peak, best_cpu, path = float("inf"), 0, 0.0, ""
+    for attempt in range(writer.repeat or repeat):
+        shutil.rmtree(folder, ignore_errors=True)
+        root = os.path.join(folder, f"{attempt}")
+        seconds, high, cpu, path = measure(lambda root=root: writer.write(root), 1)
+        if seconds < best:
+            best, best_cpu = seconds, cpu
+        peak = max(peak, high)
+    return best, peak, best_cpu, path
+
+
+def read_and_rewrite(path: str, out: str) -> None:
+    """The reference for a full compaction: the table read merged, written as one Parquet file."""
+    pq.write_table(contents(path), out, compression="zstd")
+
+
+def compare(folder: str, base_rows: int, repeat: int) -> tuple[list[Run], int, list[str]]:
     paths = contest_versions(os.path.join(folder, "plain"), base_rows)
     total = contest.total_rows(paths)
-    mine, write_seconds = timed("merge-core write", lambda: write_table(os.path.join(folder, "mc"), paths, BUCKETS))
-    seconds, peak, cpu, reference = measure(lambda: mine.read(batch_size=BATCH).read_all(), repeat)
-    write = {"write (s)": f"{write_seconds:.2f}"}
-    runs = [Run("merge-core mc.Table", seconds, total, peak, True, cpu, extra=write)]
-    progress(f"  merge-core read: {seconds:.2f} s")
-    why = missing("pypaimon")
-    if why:
-        return [*runs, Run("pypaimon", note=why)], total
+    versions = load_versions(paths)
+    writers = [
+        Writer("merge-core mc.Table", lambda root: merge_core_write(root, versions)),
+        # The pure-Python writer takes minutes at the full scale: timed once.
+        Writer("pypaimon (Python writer)", lambda root: pypaimon_write(root, versions), "pypaimon", repeat=1),
+        Writer(
+            f"pypaimon {NATIVE_WRITE}",
+            lambda root: pypaimon_write(root, versions, {NATIVE_WRITE: "true"}),
+            "pypaimon",
+            unsupported=pypaimon_lacks_native_write,
+        ),
+        Writer(
+            "pypaimon-rust",
+            lambda root: pypaimon_rust_write(root, versions),
+            "pypaimon_rust",
+            unsupported=pypaimon_rust_lacks_write,
+        ),
+    ]
+    runs: list[Run] = []
+    no_key_copy: list[str] = []
+    reference: pa.Table | None = None
+    mine: str | None = None
+    for i, writer in enumerate(writers):
+        why = missing(writer.module) or (writer.unsupported() if writer.unsupported else None)
+        if why:
+            runs.append(Run(writer.tool, note=why))
+            progress(f"  {writer.tool}: {why}")
+            continue
+        try:
+            seconds, peak, cpu, path = time_writer(writer, os.path.join(folder, f"w{i}"), repeat)
+            result = contents(path)
+        except Exception as error:  # a writer's failure is a finding of the benchmark
+            runs.append(Run(writer.tool, note=failure(error)))
+            progress(f"  {writer.tool}: {runs[-1].note}")
+            continue
+        files, size, keys = on_disk(path)
+        if not keys:
+            no_key_copy.append(writer.tool)
+        same = None if reference is None else same_rows(reference, result, order_by="uuid")
+        if reference is None:
+            reference, mine = result, (path if i == 0 else None)
+        extra = {"data files": str(files), "data MiB": f"{size / MiB:.1f}", "compaction (s)": "n/a"}
+        runs.append(Run(writer.tool, seconds, total, peak, same, cpu, extra=extra))
+        checked = "reference" if same is None else f"same result: {same}"
+        progress(f"  {writer.tool}: {seconds:.2f} s, peak +{peak // MiB} MiB, {files} files, {checked}")
+        del result
+    notes = [f"Data files without the `_KEY_uuid` copy of the key: {', '.join(no_key_copy)}."] if no_key_copy else []
+    if mine is not None:
+        notes += compact(runs[0], mine, reference, os.path.join(folder, "rewrite.parquet"), repeat)
+    return runs, total, notes
+
+
+def compact(run: Run, path: str, before: pa.Table, rewrite: str, repeat: int) -> list[str]:
+    """merge-core's full compaction of its table (timed once: it changes the table) next to
+    a full read and rewrite; the compacted table must read as before."""
+    seconds, _, _, _ = measure(lambda: read_and_rewrite(path, rewrite), repeat)
+    run.extra["read + rewrite (s)"] = f"{seconds:.2f}"
+    progress(f"  read + rewrite: {seconds:.2f} s")
+    table = mc.Table.open(path)
     try:
-        theirs, write_seconds = timed("pypaimon write", lambda: paimon_table(os.path.join(folder, "paimon"), paths))
-        seconds, peak, cpu, result = measure(lambda: paimon_read(theirs), repeat)
-    except Exception as error:  # pypaimon's failure is a finding, reported as such
-        return [*runs, Run("pypaimon", note=failure(error))], total
-    progress(f"  pypaimon read: {seconds:.2f} s")
-    same = same_rows(reference, result, order_by="uuid")
-    runs.append(Run("pypaimon", seconds, total, peak, same, cpu, extra={"write (s)": f"{write_seconds:.2f}"}))
-    return runs, total
+        seconds, peak, cpu, done = measure(lambda: table.compact(full=True), 1)
+    except Exception as error:
+        run.extra["compaction (s)"] = failure(error)
+        return []
+    run.extra["compaction (s)"] = f"{seconds:.2f}"
+    run.same = same_rows(before, contents(path), order_by="uuid")
+    size = on_disk(path)[1]
+    progress(f"  compaction: {seconds:.2f} s, same rows after it: {run.same}")
+    return [
+        f"merge-core's compaction merged {done['files_merged']} files into {done['files_written']}"
+        f" ({size / MiB:.1f} MiB) in {seconds:.2f} s, {cpu:.2f} CPU s, peak +{peak // MiB} MiB."
+    ]
 
 
 def dpp_example(folder: str, rows: int) -> list[str]:
@@ -112,17 +310,29 @@ def dpp_example(folder: str, rows: int) -> list[str]:
 
 
 def run(folder: str, base_rows: int, repeat: int) -> Section:
-    runs, total = compare(folder, base_rows, repeat)
+    runs, total, notes = compare(folder, base_rows, repeat)
     return Section(
         "table",
-        "Primary-key merge-on-read table: mc.Table and pypaimon",
+        "Writing a Paimon table: merge-core, pypaimon, pypaimon-rust",
         [
-            f"The contest versions ({total:,} rows) written as 11 commits into an {BUCKETS}-bucket primary-key"
-            " table with the contest's rules, then read merged. pypaimon: a local filesystem catalog, merge engine"
-            " `aggregation` (requests `sum`, default `last_non_null_value`), Parquet files.",
-            "The time column is the merged read; the write of the 11 commits is its own column.",
+            f"The contest versions ({base_rows:,} base rows + 10 increments = {total:,} rows, loaded into memory"
+            f" first) written as 11 commits into a new {BUCKETS}-bucket Paimon primary-key table, merge engine"
+            " `aggregation` (requests `sum`, others `last_non_null_value`). Seconds: table creation + the 11"
+            f" commits, best of {repeat} (pypaimon's Python writer: once); rows/s count input rows.",
+            f"pypaimon {version_of('pypaimon')} through a local filesystem catalog, once as is and once with"
+            f" `{NATIVE_WRITE}=true` (its Rust writer; the commit stays pypaimon's); pypaimon-rust"
+            f" {version_of('pypaimon-rust')} through its own batch write and commit, into a table created by"
+            " merge-core (its `PaimonCatalog` has no `create_table`).",
+            "Data MiB: the table's data files on disk after the writes. Every table is read by merge-core and"
+            " checked row by row against merge-core's; merge-core's own `same result` is its table after the"
+            " compaction against before.",
+            "Compaction: merge-core's full compaction of its table, timed once; the compacted table must read the"
+            " same rows. pypaimon and pypaimon-rust cannot compact from Python; the reference beside it is a full"
+            " merged read of the table by merge-core plus a rewrite of the result as one zstd Parquet file (pyarrow).",
+            *notes,
+            "Measured in one run on a noisy shared machine: compare the ratios, not the absolute times.",
         ],
         runs,
-        extra_columns=["write (s)"],
+        extra_columns=["data files", "data MiB", "compaction (s)", "read + rewrite (s)"],
         after=["### Dynamic partition pruning", "", *dpp_example(folder, max(base_rows // 2, 10_000))],
     )

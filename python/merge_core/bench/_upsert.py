@@ -46,7 +46,7 @@ def merge_core(runs: list[str]) -> pa.Table:
 
 
 def write_table(root: str, paths: list[str], buckets: int = 8) -> mc.Table:
-    """The versions as `len(paths)` commits into a bucketed merge-on-read table."""
+    """The versions as `len(paths)` commits into a bucketed table (Paimon's format)."""
     table = mc.Table.create(root, contest.SCHEMA, key="uuid", buckets=buckets, merge=contest.CONTEST_MERGE)
     for i, path in enumerate(paths):
         data = pq.read_table(path)
@@ -54,11 +54,15 @@ def write_table(root: str, paths: list[str], buckets: int = 8) -> mc.Table:
     return table
 
 
+def data_files(table: mc.Table) -> list[str]:
+    """The data files a read of ``table`` merges (from its plan)."""
+    return [f.path for split in table.plan() for section in split.sections for run in section.runs for f in run]
+
+
 def decode_only(table: mc.Table, rows: int) -> None:
     """Decodes every data file a read of `table` merges, on all cores, and merges nothing:
     the part of `Table.read` that is Parquet decoding. Fails unless it decoded `rows`."""
-    files = [str(table.path / f.path) for f in table.snapshot().files]
-    scanner = ds.dataset(files, format="parquet").scanner(batch_size=BATCH, use_threads=True)
+    scanner = ds.dataset(data_files(table), format="parquet").scanner(batch_size=BATCH, use_threads=True)
     decoded = sum(batch.num_rows for batch in scanner.to_batches())
     if decoded != rows:
         raise RuntimeError(f"decoded {decoded:,} rows of {rows:,}")

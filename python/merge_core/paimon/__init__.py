@@ -1,5 +1,4 @@
-"""Apache Paimon primary-key tables, read and written natively: ``PaimonTable`` (opened
-by ``mc.Table.open`` on a Paimon table directory, or made by ``PaimonTable.create``).
+"""Apache Paimon primary-key tables, read and written natively: ``mc.Table``.
 
 Planning happens here, in Python, from the table's own files (``_schema``, ``_meta``,
 ``_binary``, ``_dv``, ``_paths``, ``_plan``); the data files are decoded and merged in
@@ -7,9 +6,10 @@ Rust (``_native.read_paimon``). Writes (``_write``) sort and fold in Rust's sort
 write Parquet with pyarrow; commits (``_commit``) and ``_expire`` handle the metadata.
 """
 
-from ._commit import CommitMessage
+from ._commit import CommitMessage, summary
+from ._compact import CompactTask
 from ._plan import FileRead, Plan, Section, Split
-from ._table import PaimonTable
+from ._table import Table
 from ._write import TableWrite
 
-__all__ = ["PaimonTable", "Plan", "Split", "Section", "FileRead", "TableWrite", "CommitMessage"]
+__all__ = ["Table", "Plan", "Split", "Section", "FileRead", "TableWrite", "CommitMessage", "CompactTask", "summary"]

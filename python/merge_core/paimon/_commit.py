@@ -171,6 +171,20 @@ class _Attempt:
             path.unlink(missing_ok=True)
 
 
+def summary(snapshot: int | None, messages: Sequence[CommitMessage], compaction: bool) -> dict[str, int | None]:
+    """What a commit of ``messages`` did, as ``write`` and ``compact`` report it: the
+    snapshot, and the rows and files written or the files merged and written."""
+    if compaction:
+        merged = sum(len(m.compact_before) for m in messages)
+        return {
+            "snapshot": snapshot,
+            "files_merged": merged,
+            "files_written": sum(len(m.compact_after) for m in messages),
+        }
+    rows = sum(f["_ROW_COUNT"] for m in messages for f in m.new_files)
+    return {"snapshot": snapshot, "rows": rows, "files": len(messages)}
+
+
 class Committer:
     """Writes manifests and snapshots for one writer (``commit_user``)."""
 

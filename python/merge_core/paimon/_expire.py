@@ -56,31 +56,30 @@ def expire_snapshots(root: Path, schema: TableSchema, keep: int, orphan_age: flo
         if kept:
             (root / "snapshot" / "EARLIEST").write_text(str(kept[0]))
         now = time.time()
-        removed = removed_bytes = 0
+        removed = {"files_removed": 0, "manifests_removed": 0, "bytes_removed": 0}
 
-        def remove(path: Path, used_before: bool) -> None:
-            nonlocal removed, removed_bytes
+        def remove(path: Path, used_before: bool, what: str) -> None:
             try:
                 stat = path.stat()
             except FileNotFoundError:
                 return
             if used_before or now - stat.st_mtime > orphan_age:
                 path.unlink(missing_ok=True)
-                removed += 1
-                removed_bytes += stat.st_size
+                removed[what] += 1
+                removed["bytes_removed"] += stat.st_size
 
         for path in _table_data_files(root):
             if path not in live_data:
-                remove(path, path in once_data)
+                remove(path, path in once_data, "files_removed")
         for path in sorted((root / "manifest").glob("*")):
             if path.name not in live_meta and not path.name.startswith("index-manifest"):
-                remove(path, path.name in once_meta)
+                remove(path, path.name in once_meta, "manifests_removed")
         for path in (root / "snapshot").glob(".*.tmp"):
-            remove(path, False)
+            remove(path, False, "manifests_removed")
         _remove_empty_dirs(root)
     except OSError as e:
         raise TableIOError(f"expiring snapshots of {root} failed: {e}") from e
-    return {"snapshots_removed": len(expired), "files_removed": removed, "bytes_removed": removed_bytes}
+    return {"snapshots_removed": len(expired), **removed}
 
 
 def _table_data_files(root: Path) -> list[Path]:

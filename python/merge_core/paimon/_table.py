@@ -1,6 +1,8 @@
-"""A Paimon primary-key table opened for reading: ``plan`` picks the files of a snapshot
-and groups them into splits, ``read_split`` merges one split in Rust, ``read`` does both.
-Spark, the CLI and ``read`` use the same two steps."""
+"""``mc.Table``: an Apache Paimon primary-key table, read and written natively.
+
+Reads go ``plan`` (the splits of a snapshot) -> ``read_split`` (merged in Rust); writes go
+``new_write`` -> ``write`` -> ``prepare_commit`` (commit messages) -> ``commit``. ``read``,
+``write``, ``compact``, Spark and the CLI all use these same steps."""
 
 from __future__ import annotations
 
@@ -13,24 +15,46 @@ import numpy as np
 import pyarrow as pa
 
 from .. import _native
+from .._filter import DynamicFilter
 from .._inputs import as_stream_source, batches_of, column_names
 from .._native import Stream
 from .._options import merge_spec
 from .._paimon_options import PaimonMerge, merge_from_paimon_options, paimon_options
 from ..errors import InvalidInputError, TableExistsError, TableIOError, TableNotFoundError, UnsupportedFeatureError
-from ..table._prune import DynamicFilter
-from ._commit import CommitMessage, Committer
+from . import _binary
+from ._commit import CommitMessage, Committer, summary
+from ._compact import CompactTask, compaction_tasks
 from ._expire import expire_snapshots
 from ._meta import DataFile, Snapshot, latest_snapshot_id, live_entries, live_files, snapshot_ids, write_new
+from ._paths import bucket_dir
 from ._plan import SEQUENCE_NUMBER, VALUE_KIND, Plan, Planner, Split
 from ._schema import TableSchema, load_schema, schema_ids, schema_json
-from ._write import DataFileWriter, TableWrite, remove_data_file
+from ._write import DataFileWriter, TableWrite, bucket_ids, conform, remove_data_file
 
 READ_BATCH_ROWS = 64 * 1024
 
 
-class PaimonTable:
-    """A Paimon primary-key table at ``path`` (``<warehouse>/<db>.db/<table>``)."""
+class Table:
+    """A Paimon primary-key table at ``path`` (``<warehouse>/<db>.db/<table>``): each
+    commit adds level-0 files per (partition, bucket) it touches, a read merges the files
+    of each bucket with the table's merge function, and Flink, Spark, pypaimon or
+    pypaimon-rust read and write the same table.
+
+    >>> import pyarrow as pa, merge_core as mc, tempfile
+    >>> path = tempfile.mkdtemp() + "/db.db/t"
+    >>> schema = pa.schema([("id", pa.int64()), ("name", pa.string())])
+    >>> t = mc.Table.create(path, schema, key="id", buckets=2)
+    >>> t.write(pa.table({"id": [1, 2], "name": ["a", "b"]}))["snapshot"]
+    1
+    >>> t.delete(pa.table({"id": [1]}))["snapshot"]
+    2
+    >>> t.write(pa.table({"id": [2, 3], "name": ["B", "c"]}))["snapshot"]
+    3
+    >>> t.read().read_all().sort_by("id").to_pydict()
+    {'id': [2, 3], 'name': ['B', 'c']}
+    >>> t.read(snapshot=1).read_all().sort_by("id").to_pydict()
+    {'id': [1, 2], 'name': ['a', 'b']}
+    """
 
     def __init__(self, root: Path, schema: TableSchema) -> None:
         self._root = root
@@ -51,13 +75,25 @@ class PaimonTable:
         sequence: str | Sequence[str] | None = None,
         sequence_order: str = "ascending",
         options: Mapping[str, str] | None = None,
-    ) -> PaimonTable:
-        """Creates an empty Paimon table at ``path`` (a new or empty directory): its
-        ``schema/schema-0`` with the options that make Paimon merge as ``merge`` does."""
+    ) -> Table:
+        """Creates an empty table at ``path`` (a new or empty directory): its
+        ``schema/schema-0``, with the Paimon options that make Paimon merge as ``merge``.
+
+        Args:
+            schema: the table's columns (key and partition columns become NOT NULL).
+            key: the primary key; each key has at most one row per partition.
+            partition_by: columns whose values split the table into directories.
+            buckets: files per partition written by each commit; a key's bucket is
+                Paimon's hash of the key, so Paimon's writers agree on it.
+            merge: how the versions of a key fold (as in :func:`merge_core.merge`).
+            sequence: columns ordering the versions of a key (default: write order).
+            sequence_order: ``"descending"`` makes a lower sequence value newer.
+            options: further Paimon table options, passed through.
+        """
         return cls(*_create(Path(path), schema, key, partition_by, buckets, merge, sequence, sequence_order, options))
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str]) -> PaimonTable:
+    def open(cls, path: str | os.PathLike[str]) -> Table:
         root = Path(path)
         ids = schema_ids(root)
         if not ids:
@@ -101,36 +137,73 @@ class PaimonTable:
         return dict(self._schema.options)
 
     def snapshots(self) -> list[int]:
+        """The ids of the snapshots kept, oldest first."""
         return snapshot_ids(self._root)
 
     def snapshot(self, snapshot: int | None = None) -> Snapshot:
+        """A committed snapshot (the latest by default): its id, schema, commit kind and
+        manifest lists."""
         if snapshot is None:
             snapshot = latest_snapshot_id(self._root)
             if snapshot is None:
                 raise TableNotFoundError(f"the table at {self._root} has no snapshot yet")
         return Snapshot.load(self._root, snapshot)
 
+    def files(self, snapshot: int | None = None) -> list[dict[str, Any]]:
+        """The data files of a snapshot (the latest by default), in (partition, bucket,
+        level) order: ``path`` (relative to the table), ``partition`` (its values),
+        ``bucket``, ``level``, ``rows``, ``bytes``, ``min_sequence``, ``max_sequence`` and
+        ``delete_rows`` (the retracts it stores)."""
+        snap = self._snapshot_read(snapshot)
+        types = [self._schema.field(k).type for k in self._schema.partition_keys]
+        out = []
+        for f in live_files(self._root, snap) if snap else []:
+            values = _binary.decode(f.partition, types)
+            folder = bucket_dir(self._schema, values, f.bucket)
+            out.append(
+                {
+                    "path": f.external_path or f"{folder}/{f.name}",
+                    "partition": values,
+                    "bucket": f.bucket,
+                    "level": f.level,
+                    "rows": f.rows,
+                    "bytes": f.size,
+                    "min_sequence": f.min_sequence,
+                    "max_sequence": f.max_sequence,
+                    "delete_rows": f.delete_rows,
+                }
+            )
+        out.sort(key=lambda f: (tuple((v is None, v) for v in f["partition"]), f["bucket"], f["level"], f["path"]))
+        return out
+
     def info(self) -> dict[str, Any]:
-        latest = latest_snapshot_id(self._root)
-        files = live_files(self._root, self.snapshot()) if latest is not None else []
+        """What the table holds now: its definition, snapshot, files, rows and sorted
+        runs (``max_runs_per_bucket``: what a read of the worst bucket merges)."""
+        files = self.files()
+        runs: dict[tuple[Any, int], set[Any]] = {}
+        for f in files:  # level-0 files are one run each; a higher level is one run
+            runs.setdefault((f["partition"], f["bucket"]), set()).add(f["path"] if f["level"] == 0 else f["level"])
         return {
             "format": "paimon",
             "path": str(self._root),
-            "schema": {f.name: str(f.type) for f in self.schema},
+            "columns": {f.name: str(f.type) for f in self.schema},
             "key": self.key,
             "partition_by": self.partition_by,
             "buckets": self.buckets,
             "merge": merge_spec(self.merge),
             "sequence": self.sequence,
-            "snapshot": latest,
+            "options": self.options,
+            "snapshot": latest_snapshot_id(self._root),
             "snapshots": len(self.snapshots()),
+            "partitions": len({f["partition"] for f in files}),
             "files": len(files),
-            "rows": sum(f.rows for f in files),
-            "bytes": sum(f.size for f in files),
+            "stored_rows": sum(f["rows"] for f in files),
+            "bytes": sum(f["bytes"] for f in files),
+            "max_runs_per_bucket": max(map(len, runs.values()), default=0),
         }
 
     def __repr__(self) -> str:
-        return f"<merge_core Paimon table {self._root} key={self.key} partition_by={self.partition_by}>"
+        return f"<merge_core.Table {self._root} key={self.key} partition_by={self.partition_by} buckets={self.buckets}>"
 
     # -- writing --------------------------------------------------------------------
 
@@ -145,6 +218,13 @@ class PaimonTable:
         gives the messages for :meth:`commit`. ``row_kind`` names a column of row kinds."""
         return TableWrite(self._root, self._schema, self._setup, row_kind, memory_limit, spill_dir)
 
+    def bucket_ids(self, data: pa.RecordBatch, row_kind: str | None = None) -> pa.Int32Array:
+        """Each row's bucket, as a write assigns it (Paimon's bucket function over the
+        row in the table's types): what a distributed write partitions rows by."""
+        if self.buckets < 1:
+            raise UnsupportedFeatureError(f"the table has no fixed buckets ('bucket' = {self.buckets})")
+        return bucket_ids(self._schema, conform(data, self._schema.arrow, row_kind))
+
     def commit(self, messages: Sequence[CommitMessage]) -> int | None:
         """Commits what writes and compactions prepared, as Paimon does: the appends as
         one snapshot, the compactions as the next; returns the last snapshot's id (None
@@ -152,9 +232,7 @@ class PaimonTable:
         try:
             return Committer(self._root, self._schema).commit(messages)
         except BaseException:
-            for m in messages:
-                for f in m.data_files():
-                    remove_data_file(self._root, self._schema, m.partition, m.bucket, f)
+            self.abort(messages)
             raise
 
     def write(
@@ -171,8 +249,7 @@ class PaimonTable:
             write.write(data)
             messages = write.prepare_commit()
         snapshot = self.commit(messages)
-        rows = sum(f["_ROW_COUNT"] for m in messages for f in m.new_files)
-        return {"snapshot": snapshot, "rows": rows, "files": len(messages)}
+        return summary(snapshot, messages, compaction=False)
 
     def delete(self, keys: Any, memory_limit: int | str = "256MiB") -> dict[str, int | None]:
         """Deletes the rows of the given keys: ``keys`` holds the primary key columns."""
@@ -197,68 +274,68 @@ class PaimonTable:
         deletes = pa.RecordBatchReader.from_batches(out_schema, (as_deletes(b) for b in reader))
         return self.write(deletes, row_kind=VALUE_KIND, memory_limit=memory_limit)
 
-    def compact(self, full: bool = False, memory_limit: int | str = "256MiB") -> dict[str, int | None]:
-        """Merges the files of each bucket into one sorted run at the top level, as one
-        COMPACT commit. ``full``: every bucket not already one file at the top level;
-        otherwise only buckets with at least ``num-sorted-run.compaction-trigger`` (5)
-        sorted runs. Deleted keys are dropped, as Paimon's full compaction drops them."""
-        if _deletion_vectors(self._schema):
-            raise UnsupportedFeatureError("compacting a table with deletion vectors is not supported yet")
-        latest = latest_snapshot_id(self._root)
-        if latest is None:
-            return {"snapshot": None, "files_merged": 0, "files_written": 0}
-        snap = self.snapshot(latest)
-        schema = self._schema_of(snap)
-        top = _top_level(schema)
-        entries = live_entries(self._root, snap)
-        by_bucket: dict[tuple[bytes, int], list[dict[str, Any]]] = {}
-        for e in entries:
-            by_bucket.setdefault((e["_PARTITION"], e["_BUCKET"]), []).append(e)
-        trigger = int(schema.options.get("num-sorted-run.compaction-trigger", "5"))
-        chosen = {k: v for k, v in by_bucket.items() if _needs_compaction(v, top, full, trigger)}
-        columns = tuple(schema.arrow.names)
-        planner = Planner(self._root, snap, schema, columns, _read_columns(schema, self._setup, list(columns)))
+    def compact(self, full: bool = False) -> dict[str, int | None]:
+        """Merges the files of buckets into one sorted run at the top level each, as one
+        COMPACT commit (:meth:`plan_compaction`, :meth:`compact_bucket` per bucket,
+        :meth:`commit`). Returns the snapshot, files merged and files written."""
+        tasks = self.plan_compaction(full)
         messages: list[CommitMessage] = []
         try:
-            for (partition, bucket), group in sorted(chosen.items()):
-                after = self._merge_bucket(planner, [DataFile.of(e) for e in group], top)
-                before = tuple(e["_FILE"] for e in group)
-                total = group[0]["_TOTAL_BUCKETS"]
-                messages.append(CommitMessage(partition, bucket, total, compact_before=before, compact_after=after))
-            snapshot = self.commit(messages) if messages else None
+            for task in tasks:
+                messages.append(self.compact_bucket(task))
         except BaseException:
-            for m in messages:
-                for f in m.compact_after:
-                    remove_data_file(self._root, self._schema, m.partition, m.bucket, f)
+            self.abort(messages)
             raise
-        merged = sum(len(m.compact_before) for m in messages)
-        return {
-            "snapshot": snapshot or latest,
-            "files_merged": merged,
-            "files_written": sum(len(m.compact_after) for m in messages),
-        }
+        snapshot = self.commit(messages) if messages else latest_snapshot_id(self._root)
+        return summary(snapshot, messages, compaction=True)
 
-    def _merge_bucket(self, planner: Planner, files: list[DataFile], level: int) -> tuple[dict[str, Any], ...]:
-        """One bucket's files merged (deletes dropped) into one new file at ``level``."""
-        snap, schema, columns = planner.snapshot, planner.schema, planner.columns
+    def plan_compaction(self, full: bool = False) -> list[CompactTask]:
+        """The buckets a compaction merges, one picklable task each: ``full``, every
+        bucket not already one file at the top level without retracts; otherwise the
+        buckets with at least ``num-sorted-run.compaction-trigger`` (5) sorted runs."""
+        if _deletion_vectors(self._schema):
+            raise UnsupportedFeatureError("compacting a table with deletion vectors is not supported yet")
+        snap = self._snapshot_read(None)
+        if snap is None:
+            return []
+        return compaction_tasks(live_entries(self._root, snap), snap.id, self._schema_of(snap), full)
+
+    def compact_bucket(self, task: CompactTask) -> CommitMessage:
+        """Runs one task of :meth:`plan_compaction`: its files merged (deletes dropped)
+        into one new file at the top level; the message replaces them when committed."""
+        snap = self.snapshot(task.snapshot)
+        schema = self._schema_of(snap)
+        columns = tuple(schema.arrow.names)
+        planner = Planner(self._root, snap, schema, columns, _read_columns(schema, self._setup, list(columns)))
+        files = [DataFile.of(e) for e in task.entries]
         splits = planner.splits(files, None)
         sections = tuple(section for split in splits for section in split.sections)
-        first = splits[0]
-        whole = Split(snap.id, schema.id, columns, first.partition, first.bucket, sections)
+        values = splits[0].partition
+        whole = Split(snap.id, schema.id, columns, values, task.bucket, sections)
         stream = self._read([whole], schema, list(columns), READ_BATCH_ROWS, 1, {})
         lowest = min(f.min_sequence for f in files)
-        writer = DataFileWriter(self._root, schema, first.partition, first.bucket, level, lowest)
+        writer = DataFileWriter(self._root, schema, values, task.bucket, task.level, lowest)
         try:
             for batch in stream:
                 writer.write(batch)
             if writer.rows == 0:  # every key deleted
                 writer.abort()
-                return ()
-            written = writer.close()
+                after: tuple[dict[str, Any], ...] = ()
+            else:
+                after = (writer.close(),)
         except BaseException:
             writer.abort()
             raise
-        return (written,)
+        before = tuple(e["_FILE"] for e in task.entries)
+        return CommitMessage(
+            task.partition, task.bucket, task.total_buckets, compact_before=before, compact_after=after
+        )
+
+    def abort(self, messages: Sequence[CommitMessage]) -> None:
+        """Removes the files of messages that will not be committed."""
+        for m in messages:
+            for f in m.data_files():
+                remove_data_file(self._root, self._schema, m.partition, m.bucket, f)
 
     def expire(self, keep_snapshots: int = 1, orphan_age: float = 3600.0) -> dict[str, int]:
         """Removes snapshots older than the newest ``keep_snapshots``, then the data and
@@ -280,23 +357,30 @@ class PaimonTable:
     ) -> Plan:
         """The splits a read of ``columns`` takes, in (partition, bucket, key) order; the
         list's ``stats`` say what was pruned."""
-        snap = self.snapshot(snapshot)
+        snap = self._snapshot_read(snapshot)
         schema = self._schema_of(snap)
         wanted = _wanted(schema, columns)
         if self.buckets == -2:
             raise UnsupportedFeatureError("tables with postponed buckets ('bucket' = -2) are not supported")
-        files = live_files(self._root, snap)
+        chosen, dynamic_filters = _partition_filter(schema, partitions, dynamic_filter)
+        files = live_files(self._root, snap) if snap else []
         if _skips_level_zero(schema):
             files = [f for f in files if f.level > 0]
-        planner = Planner(self._root, snap, schema, tuple(wanted), _read_columns(schema, self._setup, wanted))
-        chosen, dynamic_filters = _partition_filter(schema, partitions, dynamic_filter)
-        splits = planner.splits(files, chosen)
+        splits = []
+        if snap:
+            planner = Planner(self._root, snap, schema, tuple(wanted), _read_columns(schema, self._setup, wanted))
+            splits = planner.splits(files, chosen)
+        files_read = sum(s.files for s in splits)
+        partitions = len({f.partition for f in files})
+        partitions_read = len({s.partition for s in splits})
         stats = {
-            "snapshot": snap.id,
+            "snapshot": snap.id if snap else 0,
             "files_total": len(files),
-            "files_read": sum(s.files for s in splits),
-            "partitions_total": len({f.partition for f in files}),
-            "partitions_read": len({s.partition for s in splits}),
+            "files_read": files_read,
+            "files_pruned": len(files) - files_read,
+            "partitions_total": partitions,
+            "partitions_read": partitions_read,
+            "partitions_pruned": partitions - partitions_read,
             "splits": len(splits),
             "dynamic_filters_applied": dynamic_filters,
         }
@@ -320,23 +404,33 @@ class PaimonTable:
         """The table's rows as a lazy :class:`Stream`, one row per live key, as Paimon's
         batch read returns them (``snapshot``: an older snapshot's id; ``partitions`` and
         ``dynamic_filter`` prune partitions as for :class:`merge_core.Table`). The stream's
-        ``stats`` add the ``snapshot`` read, ``files_total``, ``files_read``,
-        ``partitions_total``, ``partitions_read`` and ``splits``."""
+        ``stats`` add the ``snapshot`` read (0: the table has no commit yet), and
+        ``files``, ``partitions`` (each ``_total``, ``_read`` and ``_pruned``), ``splits``
+        and ``dynamic_filters_applied``."""
         if threads is not None and (not isinstance(threads, int) or threads < 1):
             raise InvalidInputError(f"threads must be a positive integer, got {threads!r}")
-        snap = self.snapshot(snapshot)
+        snap = self._snapshot_read(snapshot)
         schema = self._schema_of(snap)
-        plan = self.plan(columns, partitions, snap.id, dynamic_filter)
+        plan = self.plan(columns, partitions, snap.id if snap else None, dynamic_filter)
         threads = threads or os.cpu_count() or 1
         return self._read(plan, schema, _wanted(schema, columns), batch_size, threads, plan.stats)
 
     def read_schema(self, columns: Sequence[str] | None = None, snapshot: int | None = None) -> pa.Schema:
         """The schema of a read of ``columns`` (what :meth:`read` returns), without reading."""
-        schema = self._schema_of(self.snapshot(snapshot))
+        schema = self._schema_of(self._snapshot_read(snapshot))
         return self._read([], schema, _wanted(schema, columns), 1, 1, {}).schema
 
-    def _schema_of(self, snap: Snapshot) -> TableSchema:
-        return self._schema if snap.schema_id == self._schema.id else load_schema(self._root, snap.schema_id)
+    def _snapshot_read(self, snapshot: int | None) -> Snapshot | None:
+        """The snapshot a read takes: ``snapshot``, else the latest (None: no commit yet,
+        which reads as an empty table)."""
+        if snapshot is None and latest_snapshot_id(self._root) is None:
+            return None
+        return self.snapshot(snapshot)
+
+    def _schema_of(self, snap: Snapshot | None) -> TableSchema:
+        if snap is None or snap.schema_id == self._schema.id:
+            return self._schema
+        return load_schema(self._root, snap.schema_id)
 
     def _read(
         self,
@@ -453,22 +547,6 @@ def _values(schema: TableSchema, column: str, values: pa.Array, strict: bool) ->
 
 def _deletion_vectors(schema: TableSchema) -> bool:
     return schema.options.get("deletion-vectors.enabled", "false").lower() == "true"
-
-
-def _top_level(schema: TableSchema) -> int:
-    """The highest level of the table's LSM tree (Paimon: ``num-levels`` - 1, by default
-    one more level than ``num-sorted-run.compaction-trigger`` runs)."""
-    levels = schema.options.get("num-levels")
-    trigger = int(schema.options.get("num-sorted-run.compaction-trigger", "5"))
-    return (int(levels) if levels else trigger + 1) - 1
-
-
-def _needs_compaction(entries: list[dict[str, Any]], top: int, full: bool, trigger: int) -> bool:
-    files = [e["_FILE"] for e in entries]
-    if full:
-        return len(files) > 1 or files[0]["_LEVEL"] != top or bool(files[0].get("_DELETE_ROW_COUNT"))
-    runs = sum(f["_LEVEL"] == 0 for f in files) + len({f["_LEVEL"] for f in files if f["_LEVEL"] > 0})
-    return runs >= trigger
 
 
 def _create(

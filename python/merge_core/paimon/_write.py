@@ -27,7 +27,7 @@ from .. import _native
 from .._inputs import as_stream_source, batches_of
 from .._paimon_options import PaimonMerge
 from .._sort import _native_options, _reraise
-from ..errors import InvalidInputError, TableIOError, UnsupportedFeatureError
+from ..errors import InternalError, InvalidInputError, TableIOError, UnsupportedFeatureError
 from . import _binary
 from ._commit import CommitMessage
 from ._meta import Snapshot, latest_snapshot_id, live_files
@@ -98,7 +98,7 @@ class TableWrite:
         try:
             for batch in batches_of(source)[1]:
                 batch = conform(batch, self.table_schema, self.row_kind)
-                buckets = _native.paimon_bucket_ids(batch, list(self.schema.bucket_keys), self.buckets)
+                buckets = bucket_ids(self.schema, batch)
                 groups = self.partitions.numbers(batch) * self.buckets + buckets.to_numpy().astype(np.int64)
                 self._buffer.write(pa.Table.from_batches([batch.append_column(GROUP, pa.array(groups))]))
         except ValueError as e:
@@ -129,40 +129,93 @@ class TableWrite:
 
 
 class _FileCutter:
-    """Cuts the sorted rows into one data file per (partition, bucket)."""
+    """Cuts the sorted rows into data files per (partition, bucket). A key whose
+    versions a write could not fold (partial-update or aggregate with row kinds or a
+    sequence field) has its k-th version in the bucket's k-th file: each file then
+    holds a key once, and the versions read back as if written by k commits in turn."""
 
     def __init__(self, write: TableWrite):
         self.write = write
         self.next_sequence = _next_sequences(write.root)
+        self.files: list[DataFileWriter] = []  # the current bucket's, by version index
+        self.done: list[tuple[bytes, int, dict[str, Any]]] = []
 
     def cut(self, sorted_rows: Iterable[pa.RecordBatch]) -> list[CommitMessage]:
         w = self.write
-        done: list[tuple[bytes, int, dict[str, Any]]] = []
-        writer: DataFileWriter | None = None
-        group = -1
+        group, last_key, last_index = -1, None, -1
         try:
             for batch in sorted_rows:
                 for g, start, end in group_boundaries(batch.column(GROUP)):
                     if g != group:
-                        if writer is not None:
-                            done.append((writer.partition, writer.bucket, writer.close()))
-                        group = g
+                        self._close_files()
+                        group, last_key, last_index = g, None, -1
                         values = w.partitions.values(g // w.buckets)
+                        self.values, self.bucket = values, g % w.buckets
                         partition = _binary.encode(values, w.partitions.types)
-                        bucket = g % w.buckets
-                        first = self.next_sequence.get((partition, bucket), 0)
-                        writer = DataFileWriter(w.root, w.schema, values, bucket, level=0, first_sequence=first)
-                    writer.write(batch.slice(start, end - start))
-            if writer is not None:
-                done.append((writer.partition, writer.bucket, writer.close()))
-                writer = None
+                        self.sequence = self.next_sequence.get((partition, self.bucket), 0)
+                    rows = batch.slice(start, end - start)
+                    index = _version_index(rows, list(w.schema.trimmed_keys), last_key, last_index)
+                    last_key = tuple(rows.column(k)[-1].as_py() for k in w.schema.trimmed_keys)
+                    last_index = int(index[-1])
+                    self._route(rows, index)
+            self._close_files()
         except BaseException:
-            if writer is not None:
-                writer.abort()
-            for partition, bucket, f in done:
+            for f in self.files:
+                f.abort()
+            for partition, bucket, f in self.done:
                 remove_data_file(w.root, w.schema, partition, bucket, f)
             raise
-        return [CommitMessage(p, b, w.buckets, new_files=(f,)) for p, b, f in done]
+        by_bucket: dict[tuple[bytes, int], list[dict[str, Any]]] = {}
+        for partition, bucket, f in self.done:
+            by_bucket.setdefault((partition, bucket), []).append(f)
+        return [CommitMessage(p, b, w.buckets, new_files=tuple(files)) for (p, b), files in by_bucket.items()]
+
+    def _route(self, rows: pa.RecordBatch, index: np.ndarray) -> None:
+        """Numbers the rows in order (a key's later version gets a higher number) and
+        sends the rows of version index k to the bucket's k-th file."""
+        n = rows.num_rows
+        numbers = pa.array(np.arange(self.sequence, self.sequence + n, dtype=np.int64))
+        self.sequence += n
+        rows = rows.append_column(SEQUENCE_NUMBER, numbers)
+        top = int(index.max())
+        while len(self.files) <= top:
+            w = self.write
+            self.files.append(DataFileWriter(w.root, w.schema, self.values, self.bucket, 0, self.sequence))
+        if top == 0:
+            self.files[0].write(rows)
+            return
+        for k in range(top + 1):
+            self.files[k].write(rows.filter(pa.array(index == k)))
+
+    def _close_files(self) -> None:
+        files, self.files = self.files, []
+        for i, f in enumerate(files):
+            try:
+                self.done.append((f.partition, f.bucket, f.close()))
+            except BaseException:
+                for rest in files[i + 1 :]:
+                    rest.abort()
+                raise
+
+
+def _version_index(rows: pa.RecordBatch, keys: list[str], last_key: tuple | None, last_index: int) -> np.ndarray:
+    """For rows sorted by key, each row's index among its key's versions (0 for the
+    first), continuing the previous slice's last key (``last_key`` at ``last_index``)."""
+    n = rows.num_rows
+    same = np.zeros(n, dtype=bool)  # whether a row has the key of the row before it
+    if n > 1:
+        equal = None
+        for k in keys:
+            column = rows.column(k)
+            pair = pc.equal(column.slice(1), column.slice(0, n - 1))
+            equal = pair if equal is None else pc.and_(equal, pair)
+        same[1:] = equal.to_numpy(zero_copy_only=False)
+    positions = np.arange(n)
+    starts = np.maximum.accumulate(np.where(same, 0, positions))
+    index = positions - starts
+    if last_key is not None and tuple(rows.column(k)[0].as_py() for k in keys) == last_key:
+        index[starts == 0] += last_index + 1
+    return index
 
 
 def _next_sequences(root: Path) -> dict[tuple[bytes, int], int]:
@@ -262,10 +315,7 @@ class DataFileWriter:
         first = tuple(c[0].as_py() for c in key_columns)
         if first == self.max_key or (n > 1 and _repeats(key_columns)):
             # Paimon reads a lone file as it is: it must hold each key once.
-            raise UnsupportedFeatureError(
-                "this write holds several versions of a key that merge-core cannot fold within one write yet "
-                "(partial-update or aggregate with row kinds or a sequence field): write them in separate commits"
-            )
+            raise InternalError(f"data file {self.name} would hold a key twice")
         self.min_key = first if self.min_key is None else self.min_key
         self.max_key = tuple(c[n - 1].as_py() for c in key_columns)
         self.key_stats.append(tuple(_bounds(c) for c in key_columns))
@@ -454,6 +504,11 @@ def _widens(source: pa.DataType, target: pa.DataType) -> bool:
     if t.is_dictionary(source):
         return _widens(source.value_type, target)
     return False
+
+
+def bucket_ids(schema: TableSchema, batch: pa.RecordBatch) -> pa.Int32Array:
+    """Each row's bucket: Paimon's hash of its bucket key (``batch`` in the table's types)."""
+    return _native.paimon_bucket_ids(batch, list(schema.bucket_keys), int(schema.options["bucket"]))
 
 
 def conform(batch: pa.RecordBatch, schema: pa.Schema, row_kind: str | None) -> pa.RecordBatch:
