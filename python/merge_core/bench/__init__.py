@@ -3,9 +3,10 @@ on the same generated inputs in one run, written up as a Markdown report with ch
 
 Suites (each in its own module, each returning a report section):
 ``kway`` (k-way merge of sorted runs), ``upsert`` (the contest upsert read), ``sort``
-(external sort at 8x the memory limit), ``table`` (mc.Table vs pypaimon, and dynamic
-partition pruning), ``paimon`` (a Paimon table written by pypaimon, read by merge-core,
-pypaimon and pypaimon-rust), ``spark`` (the contest upsert as a Spark job).
+(external sort at 8x the memory limit), ``table`` (writing a Paimon table: merge-core vs
+pypaimon and pypaimon-rust, merge-core's compaction; dynamic partition pruning),
+``paimon`` (a Paimon table written by pypaimon, read by merge-core, pypaimon and
+pypaimon-rust), ``spark`` (the contest upsert as a Spark job).
 """
 
 from __future__ import annotations
