@@ -4,8 +4,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use arrow_array::Array;
-use arrow_pyarrow::{FromPyArrow, ToPyArrow};
+use arrow_pyarrow::FromPyArrow;
 use arrow_schema::Schema;
 use pyo3::prelude::*;
 
