@@ -11,7 +11,7 @@ import merge_core as mc
 import oracle
 import pyarrow as pa
 import pytest
-from helpers import pypaimon_commit
+from helpers import pypaimon_commit, pypaimon_rust_rows
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -83,15 +83,6 @@ def comparable(rows):
     )
 
 
-def pypaimon_rust_rows(warehouse, name, snapshot):
-    from pypaimon_rust.datafusion import PaimonCatalog
-
-    table = PaimonCatalog({"warehouse": str(warehouse)}).get_table(("db", name))
-    builder = table.new_read_builder({"scan.snapshot-id": str(snapshot)})
-    batches = builder.new_read().read(builder.new_scan().plan().splits())
-    return [r for b in batches for r in b.to_pylist()]
-
-
 names = itertools.count()
 
 
@@ -125,7 +116,7 @@ def test_pypaimon_histories_read_as_the_oracle_and_pypaimon_rust(tmp_path, engin
         assert comparable(got) == comparable(want), snapshot
         # pypaimon counts no retracts in a file's metadata, so pypaimon-rust reads a file
         # alone as it is and returns a key's lone retract; Paimon's read drops retracts.
-        theirs = [r for r in pypaimon_rust_rows(tmp_path, name, snapshot) if not oracle.is_retract(r["op"])]
+        theirs = [r for r in pypaimon_rust_rows(root, snapshot) if not oracle.is_retract(r["op"])]
         assert comparable(got) == comparable(theirs), snapshot
 
 

@@ -50,70 +50,67 @@ def _optional(name: str, type_: Any) -> dict[str, Any]:
     return {"name": name, "type": ["null", type_], "default": None}
 
 
+def _java_record(fields: list[dict[str, Any]]) -> dict[str, Any]:
+    """A top-level record as Java's Avro writer names it."""
+    return fastavro.parse_schema(
+        {"type": "record", "name": "record", "namespace": "org.apache.paimon.avro.generated", "fields": fields}
+    )
+
+
 # The record shapes Java writes (Paimon 1.3), field by field: Java maps fields by name but
 # needs its own primitive types and ["null", T] unions.
-MANIFEST_ENTRY = fastavro.parse_schema(
-    {
-        "type": "record",
-        "name": "record",
-        "namespace": "org.apache.paimon.avro.generated",
-        "fields": [
-            {"name": "_VERSION", "type": "int"},
-            {"name": "_KIND", "type": "int"},
-            {"name": "_PARTITION", "type": "bytes"},
-            {"name": "_BUCKET", "type": "int"},
-            {"name": "_TOTAL_BUCKETS", "type": "int"},
-            {
-                "name": "_FILE",
-                "type": {
-                    "type": "record",
-                    "name": "record__FILE",
-                    "fields": [
-                        {"name": "_FILE_NAME", "type": "string"},
-                        {"name": "_FILE_SIZE", "type": "long"},
-                        {"name": "_ROW_COUNT", "type": "long"},
-                        {"name": "_MIN_KEY", "type": "bytes"},
-                        {"name": "_MAX_KEY", "type": "bytes"},
-                        {"name": "_KEY_STATS", "type": _stats("record__FILE__KEY_STATS")},
-                        {"name": "_VALUE_STATS", "type": _stats("record__FILE__VALUE_STATS")},
-                        {"name": "_MIN_SEQUENCE_NUMBER", "type": "long"},
-                        {"name": "_MAX_SEQUENCE_NUMBER", "type": "long"},
-                        {"name": "_SCHEMA_ID", "type": "long"},
-                        {"name": "_LEVEL", "type": "int"},
-                        {"name": "_EXTRA_FILES", "type": {"type": "array", "items": "string"}},
-                        _optional("_CREATION_TIME", {"type": "long", "logicalType": "timestamp-millis"}),
-                        _optional("_DELETE_ROW_COUNT", "long"),
-                        _optional("_EMBEDDED_FILE_INDEX", "bytes"),
-                        _optional("_FILE_SOURCE", "int"),
-                        _optional("_VALUE_STATS_COLS", {"type": "array", "items": "string"}),
-                        _optional("_EXTERNAL_PATH", "string"),
-                        _optional("_FIRST_ROW_ID", "long"),
-                        _optional("_WRITE_COLS", {"type": "array", "items": "string"}),
-                    ],
-                },
+MANIFEST_ENTRY = _java_record(
+    [
+        {"name": "_VERSION", "type": "int"},
+        {"name": "_KIND", "type": "int"},
+        {"name": "_PARTITION", "type": "bytes"},
+        {"name": "_BUCKET", "type": "int"},
+        {"name": "_TOTAL_BUCKETS", "type": "int"},
+        {
+            "name": "_FILE",
+            "type": {
+                "type": "record",
+                "name": "record__FILE",
+                "fields": [
+                    {"name": "_FILE_NAME", "type": "string"},
+                    {"name": "_FILE_SIZE", "type": "long"},
+                    {"name": "_ROW_COUNT", "type": "long"},
+                    {"name": "_MIN_KEY", "type": "bytes"},
+                    {"name": "_MAX_KEY", "type": "bytes"},
+                    {"name": "_KEY_STATS", "type": _stats("record__FILE__KEY_STATS")},
+                    {"name": "_VALUE_STATS", "type": _stats("record__FILE__VALUE_STATS")},
+                    {"name": "_MIN_SEQUENCE_NUMBER", "type": "long"},
+                    {"name": "_MAX_SEQUENCE_NUMBER", "type": "long"},
+                    {"name": "_SCHEMA_ID", "type": "long"},
+                    {"name": "_LEVEL", "type": "int"},
+                    {"name": "_EXTRA_FILES", "type": {"type": "array", "items": "string"}},
+                    _optional("_CREATION_TIME", {"type": "long", "logicalType": "timestamp-millis"}),
+                    _optional("_DELETE_ROW_COUNT", "long"),
+                    _optional("_EMBEDDED_FILE_INDEX", "bytes"),
+                    _optional("_FILE_SOURCE", "int"),
+                    _optional("_VALUE_STATS_COLS", {"type": "array", "items": "string"}),
+                    _optional("_EXTERNAL_PATH", "string"),
+                    _optional("_FIRST_ROW_ID", "long"),
+                    _optional("_WRITE_COLS", {"type": "array", "items": "string"}),
+                ],
             },
-        ],
-    }
+        },
+    ]
 )
-MANIFEST_FILE_META = fastavro.parse_schema(
-    {
-        "type": "record",
-        "name": "record",
-        "namespace": "org.apache.paimon.avro.generated",
-        "fields": [
-            {"name": "_VERSION", "type": "int"},
-            {"name": "_FILE_NAME", "type": "string"},
-            {"name": "_FILE_SIZE", "type": "long"},
-            {"name": "_NUM_ADDED_FILES", "type": "long"},
-            {"name": "_NUM_DELETED_FILES", "type": "long"},
-            {"name": "_PARTITION_STATS", "type": _stats("record__PARTITION_STATS")},
-            {"name": "_SCHEMA_ID", "type": "long"},
-            _optional("_MIN_BUCKET", "int"),
-            _optional("_MAX_BUCKET", "int"),
-            _optional("_MIN_LEVEL", "int"),
-            _optional("_MAX_LEVEL", "int"),
-        ],
-    }
+MANIFEST_FILE_META = _java_record(
+    [
+        {"name": "_VERSION", "type": "int"},
+        {"name": "_FILE_NAME", "type": "string"},
+        {"name": "_FILE_SIZE", "type": "long"},
+        {"name": "_NUM_ADDED_FILES", "type": "long"},
+        {"name": "_NUM_DELETED_FILES", "type": "long"},
+        {"name": "_PARTITION_STATS", "type": _stats("record__PARTITION_STATS")},
+        {"name": "_SCHEMA_ID", "type": "long"},
+        _optional("_MIN_BUCKET", "int"),
+        _optional("_MAX_BUCKET", "int"),
+        _optional("_MIN_LEVEL", "int"),
+        _optional("_MAX_LEVEL", "int"),
+    ]
 )
 AVRO_CODECS = {"zstd": "zstandard", "none": "null", "snappy": "snappy", "deflate": "deflate"}
 

@@ -62,6 +62,7 @@ class Table:
         if not schema.primary_keys:
             raise UnsupportedFeatureError(f"{root} is an append table: merge-core reads primary-key tables")
         self._setup: PaimonMerge = merge_from_paimon_options(schema.options)
+        self._planner: Planner | None = None  # the last compaction's
 
     @classmethod
     def create(
@@ -178,8 +179,10 @@ class Table:
 
     def info(self) -> dict[str, Any]:
         """What the table holds now: its definition, snapshot, files, rows and sorted
-        runs (``max_runs_per_bucket``: what a read of the worst bucket merges)."""
-        files = self.files()
+        runs (``max_runs_per_bucket``: what a read of the worst bucket merges), all of
+        one snapshot even while others commit."""
+        ids = self.snapshots()
+        files = self.files(ids[-1]) if ids else []
         runs: dict[tuple[Any, int], set[Any]] = {}
         for f in files:  # level-0 files are one run each; a higher level is one run
             runs.setdefault((f["partition"], f["bucket"]), set()).add(f["path"] if f["level"] == 0 else f["level"])
@@ -193,8 +196,8 @@ class Table:
             "merge": merge_spec(self.merge),
             "sequence": self.sequence,
             "options": self.options,
-            "snapshot": latest_snapshot_id(self._root),
-            "snapshots": len(self.snapshots()),
+            "snapshot": ids[-1] if ids else None,
+            "snapshots": len(ids),
             "partitions": len({f["partition"] for f in files}),
             "files": len(files),
             "stored_rows": sum(f["rows"] for f in files),
@@ -303,10 +306,8 @@ class Table:
     def compact_bucket(self, task: CompactTask) -> CommitMessage:
         """Runs one task of :meth:`plan_compaction`: its files merged (deletes dropped)
         into one new file at the top level; the message replaces them when committed."""
-        snap = self.snapshot(task.snapshot)
-        schema = self._schema_of(snap)
-        columns = tuple(schema.arrow.names)
-        planner = Planner(self._root, snap, schema, columns, _read_columns(schema, self._setup, list(columns)))
+        planner = self._compaction_planner(task.snapshot)
+        snap, schema, columns = planner.snapshot, planner.schema, planner.columns
         files = [DataFile.of(e) for e in task.entries]
         splits = planner.splits(files, None)
         sections = tuple(section for split in splits for section in split.sections)
@@ -330,6 +331,18 @@ class Table:
         return CommitMessage(
             task.partition, task.bucket, task.total_buckets, compact_before=before, compact_after=after
         )
+
+    def _compaction_planner(self, snapshot: int) -> Planner:
+        """A planner of all columns at ``snapshot``, made once for all the buckets a
+        compaction (or a worker's share of one) merges."""
+        if self._planner is None or self._planner.snapshot.id != snapshot:
+            snap = self.snapshot(snapshot)
+            schema = self._schema_of(snap)
+            columns = tuple(schema.arrow.names)
+            self._planner = Planner(
+                self._root, snap, schema, columns, _read_columns(schema, self._setup, list(columns))
+            )
+        return self._planner
 
     def abort(self, messages: Sequence[CommitMessage]) -> None:
         """Removes the files of messages that will not be committed."""
