@@ -9,8 +9,10 @@ from __future__ import annotations
 import itertools
 import shutil
 from pathlib import Path
+from unittest import mock
 
 import merge_core as mc
+import merge_core.paimon._write as write
 import oracle
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -114,7 +116,7 @@ def key_buckets(root: Path, files: set[Path]) -> dict[int, int]:
     out = {}
     for path in files:
         bucket = int(path.parent.name.removeprefix("bucket-"))
-        for k in pq.read_table(path, columns=["_KEY_k"]).column(0).to_pylist():
+        for k in pq.read_table(path, columns=["k"]).column(0).to_pylist():
             out[k] = bucket
     return out
 
@@ -237,6 +239,53 @@ def test_a_failed_write_or_commit_leaves_no_file_and_names_the_path(tmp_path, mo
     assert sorted(root.rglob("*")) == files
     monkeypatch.undo()
     assert table.read().read_all().to_pylist() == [{"k": 1, "p": "a", "v": 1, "ts": 0}]
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_a_file_failing_on_an_encoding_thread_leaves_no_file(tmp_path, monkeypatch, threads):
+    root = tmp_path / "db.db" / "t"
+    table = mc.Table.create(root, SCHEMA, key="k", buckets=4)
+    table.write(pa.table({"k": [1], "p": ["a"], "v": [1], "ts": [0]}))
+    files = sorted(root.rglob("*"))
+    encode, calls = write.DataFileWriter._encode, []
+
+    def third_fails(self, before, data):
+        calls.append(self.path)
+        if len(calls) == 3:
+            raise OSError(28, "No space left on device")
+        return encode(self, before, data)
+
+    monkeypatch.setattr(write.DataFileWriter, "_encode", third_fails)
+    rows = pa.table({"k": list(range(100)), "p": ["a"] * 100, "v": list(range(100)), "ts": [0] * 100})
+    with pytest.raises(mc.TableIOError, match="No space left"):
+        table.write(rows, threads=threads)
+    assert len(calls) >= 3, "several files were encoding"
+    assert sorted(root.rglob("*")) == files
+    monkeypatch.undo()
+    assert table.read().read_all().to_pylist() == [{"k": 1, "p": "a", "v": 1, "ts": 0}]
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_any_thread_count_writes_the_same_files(tmp_path_factory, data):
+    """Files are encoded on worker threads: each thread count must give the same files
+    (names aside) holding the same rows in the same order."""
+    n = data.draw(st.integers(0, 3000))
+    keys = data.draw(st.lists(st.integers(0, 500), min_size=n, max_size=n))
+    parts = ["a", "b"] * (n // 2) + ["a"] * (n % 2)
+    rows = pa.table({"k": keys, "p": parts, "v": list(range(n)), "ts": [0] * n}, SCHEMA)
+    contents = []
+    for threads in (1, 2, 3, 8):
+        root = tmp_path_factory.mktemp("t") / "t"
+        table = mc.Table.create(root, SCHEMA, key="k", partition_by="p", buckets=3)
+        with mock.patch.object(write, "ROW_GROUP_ROWS", 16):  # files encoded in many steps
+            table.write(rows, threads=threads)
+        files = sorted(table.files(), key=lambda f: (f["partition"], f["bucket"], f["min_sequence"]))
+        read = [pq.ParquetFile(root / f["path"]).read() for f in files]
+        contents.append([(f["partition"], f["bucket"], f["rows"], data) for f, data in zip(files, read, strict=True)])
+    for other in contents[1:]:
+        assert [c[:3] for c in other] == [c[:3] for c in contents[0]]
+        assert all(a[3].equals(b[3]) for a, b in zip(other, contents[0], strict=True))
 
 
 def test_a_compaction_of_files_already_replaced_conflicts_and_an_append_never_does(tmp_path):

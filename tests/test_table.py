@@ -9,6 +9,7 @@ import oracle
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from helpers import pypaimon_rust_rows
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -209,22 +210,29 @@ def test_read_projects_columns_and_filters_partitions(tmp_path):
     assert sorted(table.read(partitions={"p": "c"}).read_all().column("k").to_pylist()) == list(range(2, 30, 3))
 
 
-def test_files_are_paimon_data_files_continuing_each_buckets_sequence(tmp_path):
-    table = mc.Table.create(tmp_path / "t", SCHEMA, key="k", buckets=1)
+@pytest.mark.parametrize("thin", [True, False])
+def test_files_are_paimon_data_files_continuing_each_buckets_sequence(tmp_path, thin):
+    options = {} if thin else {"data-file.thin-mode": "false"}  # merge-core creates thin tables
+    root = tmp_path / "wh" / "db.db" / "t"  # a warehouse's layout, for pypaimon-rust
+    table = mc.Table.create(root, SCHEMA, key="k", buckets=1, options=options)
     table.write(pa.table({"k": [5, 1, 3, 1], "p": ["x"] * 4, "ts": [0] * 4, "v": [1, 2, 3, 4]}, schema=SCHEMA))
     table.delete(pa.table({"k": [3]}))
     first, second = sorted(table.files(), key=lambda f: f["min_sequence"])
     assert (first["rows"], second["rows"], second["delete_rows"]) == (3, 1, 1)
     assert second["min_sequence"] == first["max_sequence"] + 1, "a bucket's sequence continues"
     for f in (first, second):
-        data = pq.read_table(tmp_path / "t" / f["path"])
-        assert data.schema.names == ["_KEY_k", "_SEQUENCE_NUMBER", "_VALUE_KIND", *SCHEMA.names]
+        data = pq.read_table(root / f["path"])
+        key_copy = [] if thin else ["_KEY_k"]
+        assert data.schema.names == [*key_copy, "_SEQUENCE_NUMBER", "_VALUE_KIND", *SCHEMA.names]
         keys = data.column("k").to_pylist()
-        assert keys == sorted(set(keys)) and data.column("_KEY_k").to_pylist() == keys, "one row per key, ascending"
+        assert keys == sorted(set(keys)), "one row per key, ascending"
+        assert thin or data.column("_KEY_k").to_pylist() == keys
         assert data.column("_SEQUENCE_NUMBER").to_pylist() == list(range(f["min_sequence"], f["max_sequence"] + 1))
         assert data.schema.field("k").metadata[b"PARQUET:field_id"] == b"0", "Paimon's field ids"
-    assert pq.read_table(tmp_path / "t" / second["path"]).column("_VALUE_KIND").to_pylist() == [3], "-D"
-    assert table_rows(table.read()) == [{"k": 1, "p": "x", "ts": 0, "v": 4}, {"k": 5, "p": "x", "ts": 0, "v": 1}]
+    assert pq.read_table(root / second["path"]).column("_VALUE_KIND").to_pylist() == [3], "-D"
+    want = [{"k": 1, "p": "x", "ts": 0, "v": 4}, {"k": 5, "p": "x", "ts": 0, "v": 1}]
+    assert table_rows(table.read()) == want
+    assert sorted(pypaimon_rust_rows(root), key=lambda r: r["k"]) == want
 
 
 def test_writes_spill_within_their_memory_limit(tmp_path):

@@ -35,6 +35,8 @@ _ATOMIC = {
 }
 _PARAMETRIZED = re.compile(r"^([A-Z_ ]+?)\s*(?:\((\d+)(?:,\s*(\d+))?\))?(\s+WITH LOCAL TIME ZONE)?$")
 
+THIN_MODE = "data-file.thin-mode"
+
 
 def _timestamp(precision: int, local: bool) -> pa.DataType:
     unit = "ms" if precision <= 3 else "us" if precision <= 6 else "ns"
@@ -142,6 +144,12 @@ class TableSchema:
     def trimmed_keys(self) -> tuple[str, ...]:
         """The primary key without the partition columns: the key inside a bucket."""
         return tuple(k for k in self.primary_keys if k not in self.partition_keys)
+
+    @property
+    def thin_mode(self) -> bool:
+        """Whether data files leave out the ``_KEY_`` copies of the key columns (Paimon's
+        ``data-file.thin-mode``; readers take the key from the table's columns either way)."""
+        return self.options.get(THIN_MODE, "false").lower() == "true"
 
     @property
     def bucket_keys(self) -> tuple[str, ...]:

@@ -28,7 +28,7 @@ from ._expire import expire_snapshots
 from ._meta import DataFile, Snapshot, latest_snapshot_id, live_entries, live_files, snapshot_ids, write_new
 from ._paths import bucket_dir
 from ._plan import SEQUENCE_NUMBER, VALUE_KIND, Plan, Planner, Split
-from ._schema import TableSchema, load_schema, schema_ids, schema_json
+from ._schema import THIN_MODE, TableSchema, load_schema, schema_ids, schema_json
 from ._write import DataFileWriter, TableWrite, bucket_ids, conform, remove_data_file
 
 READ_BATCH_ROWS = 64 * 1024
@@ -215,11 +215,14 @@ class Table:
         row_kind: str | None = None,
         memory_limit: int | str = "256MiB",
         spill_dir: str | os.PathLike[str] | None = None,
+        threads: int | None = None,
     ) -> TableWrite:
         """A write of any number of batches, sorted within ``memory_limit`` (spilling to
         ``spill_dir``): ``write(data)`` as often as needed, then ``prepare_commit()``
-        gives the messages for :meth:`commit`. ``row_kind`` names a column of row kinds."""
-        return TableWrite(self._root, self._schema, self._setup, row_kind, memory_limit, spill_dir)
+        gives the messages for :meth:`commit`. ``row_kind`` names a column of row kinds.
+        With ``threads`` > 1 (default: one per core), the calling thread sorts while the
+        others encode the data files; 1 does everything on the calling thread."""
+        return TableWrite(self._root, self._schema, self._setup, row_kind, memory_limit, spill_dir, threads)
 
     def bucket_ids(self, data: pa.RecordBatch, row_kind: str | None = None) -> pa.Int32Array:
         """Each row's bucket, as a write assigns it (Paimon's bucket function over the
@@ -244,11 +247,12 @@ class Table:
         row_kind: str | None = None,
         memory_limit: int | str = "256MiB",
         spill_dir: str | os.PathLike[str] | None = None,
+        threads: int | None = None,
     ) -> dict[str, int | None]:
         """Writes ``data`` (any Arrow-tabular object with the table's columns) as one
         commit: rows go to their buckets by Paimon's bucket function and become one
         level-0 file per (partition, bucket). Returns the snapshot, rows and files."""
-        with self.new_write(row_kind, memory_limit, spill_dir) as write:
+        with self.new_write(row_kind, memory_limit, spill_dir, threads) as write:
             write.write(data)
             messages = write.prepare_commit()
         snapshot = self.commit(messages)
@@ -592,7 +596,7 @@ def _create(
             raise InvalidInputError(f"{what} names columns {unknown} that the schema does not have ({names})")
     if not isinstance(buckets, int) or isinstance(buckets, bool) or not 1 <= buckets <= 1 << 16:
         raise InvalidInputError(f"buckets must be an integer from 1 to 65536, got {buckets!r}")
-    table_options = {**paimon_options(merge, sequences, sequence_order), "bucket": str(buckets)}
+    table_options = {**paimon_options(merge, sequences, sequence_order), "bucket": str(buckets), THIN_MODE: "true"}
     table_options.update({str(k): str(v) for k, v in (options or {}).items()})
     # Paimon's primary key includes the partition columns.
     primary = [*[p for p in partitions if p not in keys], *keys]

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import datetime
 import os
+import threading
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -59,8 +61,10 @@ class TableWrite:
         row_kind: str | None = None,
         memory_limit: int | str = "256MiB",
         spill_dir: str | os.PathLike[str] | None = None,
+        threads: int | None = None,
     ):
         self.root, self.schema, self.row_kind = root, schema, row_kind
+        self.threads = check_threads(threads)
         self.buckets = int(schema.options.get("bucket", "-1"))
         if self.buckets < 1:
             raise UnsupportedFeatureError(
@@ -111,7 +115,8 @@ class TableWrite:
             raise InvalidInputError("this write was already prepared for commit; start a new one")
         self._done = True
         try:
-            return _FileCutter(self).cut(self._buffer.finish())
+            with Encoders(self.threads) as encoders:
+                return _FileCutter(self, encoders).cut(self._buffer.finish())
         except ValueError as e:
             raise _reraise(e) from e
         finally:
@@ -134,11 +139,11 @@ class _FileCutter:
     sequence field) has its k-th version in the bucket's k-th file: each file then
     holds a key once, and the versions read back as if written by k commits in turn."""
 
-    def __init__(self, write: TableWrite):
-        self.write = write
+    def __init__(self, write: TableWrite, encoders: Encoders):
+        self.write, self.encoders = write, encoders
         self.next_sequence = _next_sequences(write.root)
         self.files: list[DataFileWriter] = []  # the current bucket's, by version index
-        self.done: list[tuple[bytes, int, dict[str, Any]]] = []
+        self.done: list[tuple[bytes, int, Future[dict[str, Any]]]] = []
 
     def cut(self, sorted_rows: Iterable[pa.RecordBatch]) -> list[CommitMessage]:
         w = self.write
@@ -159,14 +164,16 @@ class _FileCutter:
                     last_index = int(index[-1])
                     self._route(rows, index)
             self._close_files()
+            written = [(partition, bucket, record.result()) for partition, bucket, record in self.done]
         except BaseException:
             for f in self.files:
                 f.abort()
-            for partition, bucket, f in self.done:
-                remove_data_file(w.root, w.schema, partition, bucket, f)
+            for partition, bucket, record in self.done:
+                if record.exception() is None:  # waits for it; a file that failed removed itself
+                    remove_data_file(w.root, w.schema, partition, bucket, record.result())
             raise
         by_bucket: dict[tuple[bytes, int], list[dict[str, Any]]] = {}
-        for partition, bucket, f in self.done:
+        for partition, bucket, f in written:
             by_bucket.setdefault((partition, bucket), []).append(f)
         return [CommitMessage(p, b, w.buckets, new_files=tuple(files)) for (p, b), files in by_bucket.items()]
 
@@ -180,7 +187,9 @@ class _FileCutter:
         top = int(index.max())
         while len(self.files) <= top:
             w = self.write
-            self.files.append(DataFileWriter(w.root, w.schema, self.values, self.bucket, 0, self.sequence))
+            self.files.append(
+                DataFileWriter(w.root, w.schema, self.values, self.bucket, 0, self.sequence, self.encoders)
+            )
         if top == 0:
             self.files[0].write(rows)
             return
@@ -191,7 +200,7 @@ class _FileCutter:
         files, self.files = self.files, []
         for i, f in enumerate(files):
             try:
-                self.done.append((f.partition, f.bucket, f.close()))
+                self.done.append((f.partition, f.bucket, f.close_later()))
             except BaseException:
                 for rest in files[i + 1 :]:
                     rest.abort()
@@ -232,9 +241,10 @@ def _next_sequences(root: Path) -> dict[tuple[bytes, int], int]:
 
 
 def data_file_schema(schema: TableSchema) -> pa.Schema:
-    """A data file's columns: the key again as ``_KEY_`` columns, the sequence number and
-    row kind, then the table's columns, each with its Parquet field id."""
-    keys = [schema.field(k) for k in schema.trimmed_keys]
+    """A data file's columns: the key again as ``_KEY_`` columns (unless the table is in
+    thin mode), the sequence number and row kind, then the table's columns, each with its
+    Parquet field id."""
+    keys = [] if schema.thin_mode else [schema.field(k) for k in schema.trimmed_keys]
     return pa.schema(
         [
             *(
@@ -251,12 +261,22 @@ def data_file_schema(schema: TableSchema) -> pa.Schema:
 class DataFileWriter:
     """Writes one data file of sorted rows (one row per key) and describes it as its
     manifest record. Rows without ``_SEQUENCE_NUMBER`` are numbered from ``first_sequence``
-    in order; rows without ``_VALUE_KIND`` are adds."""
+    in order; rows without ``_VALUE_KIND`` are adds. The Parquet encoding runs on
+    ``encoders`` (on the caller's thread by default), one step of a file after another."""
 
     def __init__(
-        self, root: Path, schema: TableSchema, partition: tuple[Any, ...], bucket: int, level: int, first_sequence: int
+        self,
+        root: Path,
+        schema: TableSchema,
+        partition: tuple[Any, ...],
+        bucket: int,
+        level: int,
+        first_sequence: int,
+        encoders: Encoders | None = None,
     ):
         self.root, self.schema, self.level = root, schema, level
+        self.encoders = encoders or Encoders(1)
+        self._last: Future[Any] | None = None  # this file's latest encoding step
         self.partition = _binary.encode(partition, [schema.field(k).type for k in schema.partition_keys])
         self.bucket = bucket
         self.name = f"data-{uuid.uuid4()}-0.parquet"
@@ -270,18 +290,7 @@ class DataFileWriter:
         self.max_key: tuple | None = None
         self.key_stats: list[tuple[Any, Any]] = []
         self.sequences: list[int] = []
-        compression = schema.options.get("file.compression", "zstd")
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._writer = pq.ParquetWriter(
-                self.path,
-                self.file_schema,
-                compression=compression,
-                compression_level=1 if compression == "zstd" else None,
-            )
-        except OSError as e:
-            self.path.unlink(missing_ok=True)
-            raise TableIOError(f"creating data file {self.path} failed: {e}") from e
+        self._writer: pq.ParquetWriter | None = None  # opened by the first encoding step
         self._pending: list[pa.RecordBatch] = []
         self._pending_rows = 0
 
@@ -298,7 +307,7 @@ class DataFileWriter:
         kinds = batch.column(VALUE_KIND) if VALUE_KIND in names else pa.array(np.zeros(n, np.int8))
         self.retracts += pc.sum(pc.is_in(kinds, RETRACT_CODES)).as_py() or 0
         columns = [
-            *(batch.column(k) for k in self.keys),
+            *(batch.column(k) for k in self.keys if not self.schema.thin_mode),
             sequence,
             kinds,
             *(batch.column(f.name) for f in self.schema.fields),
@@ -311,7 +320,7 @@ class DataFileWriter:
             self._flush()
 
     def _track(self, batch: pa.RecordBatch, n: int) -> None:
-        key_columns = [_comparable(batch.column(KEY_PREFIX + k)) for k in self.keys]
+        key_columns = [_comparable(batch.column(k)) for k in self.keys]
         first = tuple(c[0].as_py() for c in key_columns)
         if first == self.max_key or (n > 1 and _repeats(key_columns)):
             # Paimon reads a lone file as it is: it must hold each key once.
@@ -328,22 +337,58 @@ class DataFileWriter:
             return
         table = pa.Table.from_batches(self._pending, self.file_schema)
         self._pending, self._pending_rows = [], 0
+        self._last = self.encoders.submit(self._encode, self._last, table)
+
+    def _encode(self, before: Future[Any] | None, table: pa.Table) -> None:
+        """Encodes ``table`` once the file's previous step is done (``before`` was
+        submitted earlier, so it is running or done: the pool takes steps in order)."""
+        if before is not None:
+            before.result()
         try:
-            self._writer.write_table(table, row_group_size=max(table.num_rows, 1))
+            self._open().write_table(table, row_group_size=max(table.num_rows, 1))
         except OSError as e:
             raise TableIOError(f"writing data file {self.path} failed: {e}") from e
 
+    def _open(self) -> pq.ParquetWriter:
+        if self._writer is not None:
+            return self._writer
+        compression = self.schema.options.get("file.compression", "zstd")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._writer = pq.ParquetWriter(
+                self.path,
+                self.file_schema,
+                compression=compression,
+                compression_level=1 if compression == "zstd" else None,
+                use_dictionary=_dictionary_columns(self.schema, self.file_schema),
+            )
+        except OSError as e:
+            self._remove()
+            raise TableIOError(f"creating data file {self.path} failed: {e}") from e
+        return self._writer
+
     def close(self) -> dict[str, Any]:
         """Finishes the file; returns its manifest record (``_FILE``)."""
+        return self.close_later().result()
+
+    def close_later(self) -> Future[dict[str, Any]]:
+        """Finishes the file once its encoding is done; the future gives its manifest
+        record (``_FILE``), or raises after removing the file."""
+        self._flush()
+        self._last = self.encoders.submit(self._finish, self._last)
+        return self._last
+
+    def _finish(self, encoded: Future[Any] | None) -> dict[str, Any]:
         try:
-            self._flush()
-            self._writer.close()
+            if encoded is not None:
+                encoded.result()
+            self._open().close()
             size = self.path.stat().st_size
         except OSError as e:
-            self.abort()
+            self._remove()
             raise TableIOError(f"writing data file {self.path} failed: {e}") from e
         except BaseException:
-            self.abort()
+            self._remove()
             raise
         lows = [min((s[i][0] for s in self.key_stats), default=None) for i in range(len(self.keys))]
         highs = [max((s[i][1] for s in self.key_stats), default=None) for i in range(len(self.keys))]
@@ -376,12 +421,74 @@ class DataFileWriter:
         }
 
     def abort(self) -> None:
+        """Removes the file, once the encoding steps already begun are over."""
+        if self._last is not None:
+            self._last.exception()  # waits; the file goes whatever happened
+        self._remove()
+
+    def _remove(self) -> None:
         try:
-            self._writer.close()
+            if self._writer is not None:
+                self._writer.close()
         except Exception:  # noqa: BLE001 - the file goes anyway
             pass
         self.path.unlink(missing_ok=True)
         _remove_empty_parents(self.root, self.path)
+
+
+class Encoders:
+    """The threads that encode data files: Parquet encoding releases the GIL, so files are
+    encoded while the caller's thread sorts the next rows. Of ``threads``, the caller's is
+    one: 1 runs every step on it. At most two steps per thread wait, bounding the rows held."""
+
+    def __init__(self, threads: int):
+        self.pool = ThreadPoolExecutor(threads - 1, "merge-core-encode") if threads > 1 else None
+        self.slots = threading.BoundedSemaphore(2 * threads)
+
+    def submit(self, step: Callable[..., Any], *args: Any) -> Future[Any]:
+        if self.pool is None:
+            done: Future[Any] = Future()
+            try:
+                done.set_result(step(*args))
+            except BaseException as e:  # noqa: BLE001 - handed to whoever takes the result
+                done.set_exception(e)
+            return done
+        self.slots.acquire()
+        future = self.pool.submit(step, *args)
+        future.add_done_callback(lambda _: self.slots.release())
+        return future
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=True)
+
+    def __enter__(self) -> Encoders:
+        return self
+
+    def __exit__(self, *_: Any) -> None:
+        self.close()
+
+
+def check_threads(threads: int | None) -> int:
+    """A thread count: a positive integer, or None for one per core."""
+    if threads is None:
+        return os.cpu_count() or 1
+    if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
+        raise InvalidInputError(f"threads must be a positive integer, got {threads!r}")
+    return threads
+
+
+def _dictionary_columns(schema: TableSchema, file_schema: pa.Schema) -> list[str] | bool:
+    """The columns to dictionary-encode. Paimon's Java writer (parquet-mr) encodes every
+    column so unless ``parquet.enable.dictionary`` is false; merge-core encodes none
+    unless it is true: on the contest data the dictionaries cost a quarter of the
+    encoding time and saved 6% of the bytes after zstd. Never worth it: the sequence
+    numbers and a one-column key, distinct in every row of a file."""
+    if schema.options.get("parquet.enable.dictionary", "false").lower() != "true":
+        return False
+    keys = list(schema.trimmed_keys)
+    unique = {SEQUENCE_NUMBER, *(keys + [KEY_PREFIX + k for k in keys] if len(keys) == 1 else [])}
+    return [n for n in file_schema.names if n not in unique]
 
 
 def _comparable(column: pa.Array) -> pa.Array:
