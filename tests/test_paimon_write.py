@@ -265,6 +265,30 @@ def test_a_file_failing_on_an_encoding_thread_leaves_no_file(tmp_path, monkeypat
     assert table.read().read_all().to_pylist() == [{"k": 1, "p": "a", "v": 1, "ts": 0}]
 
 
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_a_compaction_with_a_failing_bucket_leaves_no_file(tmp_path, monkeypatch, threads):
+    root = tmp_path / "db.db" / "t"
+    table = mc.Table.create(root, SCHEMA, key="k", buckets=4)
+    for v in range(2):
+        table.write(pa.table({"k": list(range(40)), "p": ["a"] * 40, "v": [v] * 40, "ts": [0] * 40}))
+    files, before = sorted(root.rglob("*")), table.read().read_all()
+    compact_bucket, calls = mc.Table.compact_bucket, []
+
+    def third_fails(self, task, threads=1):
+        calls.append(task.bucket)
+        if len(calls) == 3:
+            raise OSError(28, "No space left on device")
+        return compact_bucket(self, task, threads)
+
+    monkeypatch.setattr(mc.Table, "compact_bucket", third_fails)
+    with pytest.raises(OSError, match="No space left"):
+        table.compact(full=True, threads=threads)
+    assert sorted(root.rglob("*")) == files, "the buckets compacted beside the failure are removed"
+    monkeypatch.undo()
+    assert table.compact(full=True, threads=threads)["files_written"] == 4
+    assert table.read().read_all().sort_by("k").equals(before.sort_by("k"))
+
+
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_any_thread_count_writes_the_same_files(tmp_path_factory, data):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,7 @@ from ._meta import DataFile, Snapshot, latest_snapshot_id, live_entries, live_fi
 from ._paths import bucket_dir
 from ._plan import SEQUENCE_NUMBER, VALUE_KIND, Plan, Planner, Split
 from ._schema import THIN_MODE, TableSchema, load_schema, schema_ids, schema_json
-from ._write import DataFileWriter, TableWrite, bucket_ids, conform, remove_data_file
+from ._write import DataFileWriter, Encoders, TableWrite, bucket_ids, check_threads, conform, remove_data_file
 
 READ_BATCH_ROWS = 64 * 1024
 
@@ -281,18 +282,29 @@ class Table:
         deletes = pa.RecordBatchReader.from_batches(out_schema, (as_deletes(b) for b in reader))
         return self.write(deletes, row_kind=VALUE_KIND, memory_limit=memory_limit)
 
-    def compact(self, full: bool = False) -> dict[str, int | None]:
+    def compact(self, full: bool = False, threads: int | None = None) -> dict[str, int | None]:
         """Merges the files of buckets into one sorted run at the top level each, as one
-        COMPACT commit (:meth:`plan_compaction`, :meth:`compact_bucket` per bucket,
-        :meth:`commit`). Returns the snapshot, files merged and files written."""
+        COMPACT commit (:meth:`plan_compaction`, :meth:`compact_bucket` per bucket on
+        ``threads`` threads, default one per core, then :meth:`commit`). Returns the
+        snapshot, files merged and files written."""
+        threads = check_threads(threads)
         tasks = self.plan_compaction(full)
+        workers = max(1, min(threads, len(tasks)))
+        each = max(1, threads // workers)  # a lone bucket's file is encoded beside its merge
         messages: list[CommitMessage] = []
-        try:
-            for task in tasks:
-                messages.append(self.compact_bucket(task))
-        except BaseException:
-            self.abort(messages)
-            raise
+        with ThreadPoolExecutor(workers, "merge-core-compact") as pool:
+            running = [pool.submit(self.compact_bucket, task, each) for task in tasks]
+            try:
+                for future in running:
+                    messages.append(future.result())
+            except BaseException:
+                for future in running:
+                    future.cancel()
+                for future in running:  # every file written goes, whichever task failed
+                    if not future.cancelled() and future.exception() is None and future.result() not in messages:
+                        messages.append(future.result())
+                self.abort(messages)
+                raise
         snapshot = self.commit(messages) if messages else latest_snapshot_id(self._root)
         return summary(snapshot, messages, compaction=True)
 
@@ -307,9 +319,10 @@ class Table:
             return []
         return compaction_tasks(live_entries(self._root, snap), snap.id, self._schema_of(snap), full)
 
-    def compact_bucket(self, task: CompactTask) -> CommitMessage:
+    def compact_bucket(self, task: CompactTask, threads: int = 1) -> CommitMessage:
         """Runs one task of :meth:`plan_compaction`: its files merged (deletes dropped)
-        into one new file at the top level; the message replaces them when committed."""
+        into one new file at the top level; the message replaces them when committed.
+        With ``threads`` > 1 the file is encoded on other threads while the merge goes on."""
         planner = self._compaction_planner(task.snapshot)
         snap, schema, columns = planner.snapshot, planner.schema, planner.columns
         files = [DataFile.of(e) for e in task.entries]
@@ -319,18 +332,19 @@ class Table:
         whole = Split(snap.id, schema.id, columns, values, task.bucket, sections)
         stream = self._read([whole], schema, list(columns), READ_BATCH_ROWS, 1, {})
         lowest = min(f.min_sequence for f in files)
-        writer = DataFileWriter(self._root, schema, values, task.bucket, task.level, lowest)
-        try:
-            for batch in stream:
-                writer.write(batch)
-            if writer.rows == 0:  # every key deleted
+        with Encoders(check_threads(threads)) as encoders:
+            writer = DataFileWriter(self._root, schema, values, task.bucket, task.level, lowest, encoders)
+            try:
+                for batch in stream:
+                    writer.write(batch)
+                if writer.rows == 0:  # every key deleted
+                    writer.abort()
+                    after: tuple[dict[str, Any], ...] = ()
+                else:
+                    after = (writer.close(),)
+            except BaseException:
                 writer.abort()
-                after: tuple[dict[str, Any], ...] = ()
-            else:
-                after = (writer.close(),)
-        except BaseException:
-            writer.abort()
-            raise
+                raise
         before = tuple(e["_FILE"] for e in task.entries)
         return CommitMessage(
             task.partition, task.bucket, task.total_buckets, compact_before=before, compact_after=after
@@ -424,12 +438,10 @@ class Table:
         ``stats`` add the ``snapshot`` read (0: the table has no commit yet), and
         ``files``, ``partitions`` (each ``_total``, ``_read`` and ``_pruned``), ``splits``
         and ``dynamic_filters_applied``."""
-        if threads is not None and (not isinstance(threads, int) or threads < 1):
-            raise InvalidInputError(f"threads must be a positive integer, got {threads!r}")
+        threads = check_threads(threads)
         snap = self._snapshot_read(snapshot)
         schema = self._schema_of(snap)
         plan = self.plan(columns, partitions, snap.id if snap else None, dynamic_filter)
-        threads = threads or os.cpu_count() or 1
         return self._read(plan, schema, _wanted(schema, columns), batch_size, threads, plan.stats)
 
     def read_schema(self, columns: Sequence[str] | None = None, snapshot: int | None = None) -> pa.Schema:
