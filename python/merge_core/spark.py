@@ -21,7 +21,9 @@ runs. Pack a virtual environment that has it installed and ship it with the job:
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import shutil
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
@@ -37,7 +39,7 @@ from ._inputs import column_names
 from ._options import Deduplicate, FirstRow, MergeSpec
 from ._sort import SortBuffer, sort
 from .contest import CONTEST_MERGE
-from .errors import InvalidInputError
+from .errors import InvalidInputError, MergeCoreError
 from .paimon import Table, summary
 
 if TYPE_CHECKING:
@@ -54,14 +56,18 @@ CONTEST: dict[str, Any] = {
 }
 
 
-def local_session(master: str = "local[2]", app_name: str = "merge-core", **settings: str):
+def local_session(
+    master: str = "local[2]", app_name: str = "merge-core", log: str | os.PathLike[str] | None = None, **settings: str
+):
     """A Spark session for local work: bound to loopback only, no UI or console progress,
-    Arrow enabled with large batches, executors running this Python."""
-    import os
+    Arrow enabled with large batches, executors running this Python (so they import this
+    merge-core). ``log``: a file that gets the JVM's own output (its startup warnings and
+    log4j lines) instead of stderr, when this call starts the JVM."""
     import sys
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
     config = {
@@ -77,9 +83,95 @@ def local_session(master: str = "local[2]", app_name: str = "merge-core", **sett
     builder = SparkSession.builder.master(master).appName(app_name)
     for key, value in config.items():
         builder = builder.config(key, value)
-    session = builder.getOrCreate()
+    if log is not None and SparkContext._active_spark_context is None:
+        with _output_to(log):  # the JVM starts here and keeps these as its stdout and stderr
+            session = builder.getOrCreate()
+    else:
+        session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     return session
+
+
+class SparkWorkerError(MergeCoreError):
+    """Spark's Python workers cannot run merge-core (they cannot import it, or do not
+    start): raised on the driver before any job of merge-core's runs."""
+
+
+_CHECKED_CONTEXTS: set[str] = set()
+
+
+def check_workers(spark: SparkSession) -> None:
+    """Fails fast, on the driver and in one line, if Spark's Python workers cannot import
+    ``merge_core`` (a plain ``SparkSession`` started by a Python whose workers run another
+    interpreter). One tiny job, once per SparkContext; every merge-core Spark function
+    calls it first."""
+    context = spark.sparkContext
+    if context.applicationId in _CHECKED_CONTEXTS:
+        return
+
+    def probe(_: Any) -> str:  # defined here, so it is shipped by value and needs no import
+        import sys
+
+        try:
+            import merge_core  # noqa: F401
+        except Exception as e:
+            return f"{type(e).__name__}: {e} (worker Python: {sys.executable})"
+        return ""
+
+    hint = (
+        "start Spark with merge_core.spark.local_session(), or set PYSPARK_PYTHON (spark.pyspark.python) to a"
+        " Python that has merge-core installed"
+    )
+    try:
+        with _quiet_logs(context):
+            answer = context.parallelize([0], 1).map(probe).collect()[0]
+    except Exception as e:
+        text = str(e)
+        found = re.search(r"\b(\w+(?:Error|Exception): [^\n]+)", text.split("\n", 1)[-1])
+        cause = found.group(1) if found else next((s for s in text.splitlines() if s.strip()), type(e).__name__)
+        raise SparkWorkerError(
+            f"Spark's Python workers did not run a probe job ({cause.strip()[:300]}); {hint}"
+        ) from None
+    if answer:
+        raise SparkWorkerError(f"Spark's Python workers cannot import merge_core ({answer}); {hint}")
+    _CHECKED_CONTEXTS.add(context.applicationId)
+
+
+@contextlib.contextmanager
+def _output_to(log: str | os.PathLike[str]) -> Iterator[None]:
+    """File descriptors 1 and 2 point at ``log`` inside the block (so a process started
+    there writes into it), and back at what they were after."""
+    import sys
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    try:
+        with open(log, "ab") as f:
+            os.dup2(f.fileno(), 1)
+            os.dup2(f.fileno(), 2)
+        yield
+    finally:
+        for fd, copy in zip((1, 2), saved, strict=True):
+            os.dup2(copy, fd)
+            os.close(copy)
+
+
+@contextlib.contextmanager
+def _quiet_logs(context: Any) -> Iterator[None]:
+    """Spark logs nothing inside the block (a failing probe would log its task's stack
+    trace), then logs at the level it had, when that can be read."""
+    try:
+        root = context._jvm.org.apache.logging.log4j.LogManager.getRootLogger()
+        level = root.getLevel().toString()
+        context.setLogLevel("OFF")
+    except Exception:
+        yield
+        return
+    try:
+        yield
+    finally:
+        context.setLogLevel(level)
 
 
 def upsert(
@@ -105,6 +197,7 @@ def upsert(
 
     keys = column_names(key, "key")
     columns = _check_versions([list(df.columns) for df in versions], keys, null_strings)
+    check_workers(versions[0].sparkSession)
     union = _tagged_union(versions, columns, null_strings)
     partitions = num_partitions or union.sparkSession.sparkContext.defaultParallelism
     shuffled = union.repartition(partitions, *keys)
@@ -167,6 +260,7 @@ def upsert_files(
     buckets = buckets or spark.sparkContext.defaultParallelism
     if buckets < 1:
         raise InvalidInputError(f"buckets must be at least 1, got {buckets}")
+    check_workers(spark)
     staging = os.path.join(output, f"_staging-{uuid.uuid4().hex}")
     os.makedirs(staging)
     schema = pa.schema([schemas[0].field(c) for c in columns])
@@ -215,6 +309,7 @@ def sort_within_partitions(df: DataFrame, key: str | Iterable[str], memory_limit
     missing = [k for k in keys if k not in df.columns]
     if missing:
         raise InvalidInputError(f"unknown key column(s) {missing} (columns: {', '.join(df.columns)})")
+    check_workers(df.sparkSession)
 
     def sort_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         first = next(batches, None)
@@ -332,6 +427,7 @@ def write(
     from pyspark.sql.types import BinaryType, IntegerType, StructField, StructType
 
     table = _open(table)
+    check_workers(df.sparkSession)
     path = str(table.path)
     buckets_schema = StructType([*df.schema.fields, StructField(BUCKET_COLUMN, IntegerType(), False)])
 
@@ -369,6 +465,7 @@ def compact(spark: SparkSession, table: Table | str | os.PathLike[str], full: bo
     tasks = table.plan_compaction(full)
     if not tasks:
         return summary(max(table.snapshots(), default=None), [], compaction=True)
+    check_workers(spark)
     path = str(table.path)
 
     def compact_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -417,6 +514,7 @@ def read(
 
     if not splits:
         return spark.createDataFrame([], spark_schema)
+    check_workers(spark)
     tasks = [(i, pickle.dumps(s)) for i, s in enumerate(splits)]
     task_df = spark.sparkContext.parallelize(tasks, len(tasks)).toDF("task int, split binary")
     return task_df.mapInArrow(read_task, spark_schema)
