@@ -4,24 +4,72 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
+import os
+from typing import Any
 
 import pyarrow as pa
 
 import merge_core as mc
 
 from . import contest
-from .cli import UserError, _open_parquet, add_command, add_null_string_option, write_stream
+from ._cli_common import (
+    HelpFormatter,
+    Progress,
+    UserError,
+    add_command,
+    add_memory_option,
+    add_null_string_option,
+    check_columns,
+    check_no_null_keys,
+    check_output,
+    check_positive,
+    human_bytes,
+    open_parquet,
+    parquet_batches,
+    parse_memory,
+    plural,
+    rate,
+    write_stream,
+)
 
 EXAMPLES = """examples:
   merge-core table create lake/users --like data/0.parquet -k uuid --buckets 8 --preset contest
   merge-core table write lake/users data/*.parquet --null-string name     one commit per file
   merge-core table read lake/users -o users.parquet --columns uuid,requests
-  merge-core table read lake/sales -o jan.parquet --partition day=2024-01-01 --partition day=2024-01-02
   merge-core table compact lake/users --full
   merge-core table info lake/users
   merge-core table expire lake/users --keep 3
+
+Run 'merge-core table ACTION --help' for an action's options and examples.
 """
+
+ACTION_EXAMPLES = {
+    "create": """
+merge-core table create lake/users --like data/0.parquet -k uuid --buckets 8 --preset contest
+merge-core table create lake/sales --like sales.parquet -k id --partition-by day --option write-buffer-size=256mb
+""",
+    "write": """
+merge-core table write lake/users data/*.parquet --null-string name     one commit per file
+merge-core table write lake/users changes.parquet --row-kind op          op holds +I, -U, +U or -D
+""",
+    "read": """
+merge-core table read lake/users -o users.parquet --columns uuid,requests
+merge-core table read lake/sales -o jan.parquet --partition day=2024-01-01 --partition day=2024-01-02
+merge-core table read lake/users -o before.parquet --snapshot 3
+""",
+    "compact": """
+merge-core table compact lake/users
+merge-core table compact lake/users --full
+""",
+    "info": """
+merge-core table info lake/users
+merge-core table info lake/users --json
+""",
+    "expire": """
+merge-core table expire lake/users
+merge-core table expire lake/users --keep 3
+""",
+}
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:
@@ -30,55 +78,99 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
         help="an Apache Paimon primary-key table: create | write | read | compact | info | expire",
         description="An Apache Paimon primary-key table, merged on read (Flink, Spark and pypaimon share it).",
         epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     actions = table.add_subparsers(dest="action", required=True, metavar="ACTION")
 
     def sub(name: str, help: str) -> argparse.ArgumentParser:
-        p = add_command(actions, name, help, EXAMPLES)
-        p.add_argument("path", help="the table's directory")
+        p = add_command(actions, name, help, ACTION_EXAMPLES[name])
+        p.add_argument("path", metavar="TABLE", help="the table's directory")
         return p
 
-    p = sub("create", "create an empty table with the schema of a Parquet file")
+    p = sub("create", "create an empty table with the columns of a Parquet file")
     p.add_argument("--like", required=True, metavar="PARQUET", help="take the columns of this Parquet file")
-    p.add_argument("-k", "--key", required=True, action="append", help="key column (repeat for several)")
-    p.add_argument("--partition-by", action="append", default=[], metavar="COL")
-    p.add_argument("--buckets", type=int, default=4)
-    p.add_argument("--merge", default="deduplicate", help="deduplicate (default), first-row, partial-update, aggregate")
+    p.add_argument("-k", "--key", required=True, action="append", help="primary key column (repeat for several)")
+    p.add_argument(
+        "--partition-by", action="append", default=[], metavar="COL", help="partition column (repeat for several)"
+    )
+    p.add_argument("--buckets", type=int, default=4, help="buckets per partition (1 to 65536)")
+    p.add_argument(
+        "--merge",
+        default="deduplicate",
+        choices=["deduplicate", "first-row", "partial-update", "aggregate"],
+        help="how the versions of a key fold",
+    )
     p.add_argument("--preset", choices=["contest"], help="the contest's rules: requests summed, others newest non-null")
-    p.add_argument("--sequence", action="append", default=[], metavar="COL")
-    p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="a Paimon table option")
+    p.add_argument(
+        "--sequence", action="append", default=[], metavar="COL", help="column ordering the versions of a key"
+    )
+    p.add_argument(
+        "--option", action="append", default=[], metavar="KEY=VALUE", help="a Paimon table option (repeatable)"
+    )
     p.set_defaults(run=cmd_create)
 
     p = sub("write", "write Parquet files into the table, one commit per file, in order")
-    p.add_argument("inputs", nargs="+", metavar="IN")
+    p.add_argument("inputs", nargs="+", metavar="IN", help="Parquet files with the table's columns, oldest first")
     p.add_argument("--row-kind", default=None, metavar="COL", help="column of row kinds (+I, -U, +U, -D)")
     add_null_string_option(p, "commits after the table's first")
-    p.add_argument("--memory", default="256MiB", help="sort memory of each write (default 256MiB)")
+    add_memory_option(p, "sort memory of each write")
     p.set_defaults(run=cmd_write)
 
     p = sub("read", "read the merged table (or an older snapshot) into a Parquet file")
-    p.add_argument("-o", "--output", required=True)
-    p.add_argument("--columns", default=None, help="comma-separated columns (default: all)")
-    p.add_argument("--partition", action="append", default=[], metavar="COL=VALUE", help="read only these partitions")
-    p.add_argument("--snapshot", type=int, default=None)
+    p.add_argument("-o", "--output", required=True, metavar="OUT", help="the Parquet file to write (replaced whole)")
+    p.add_argument("--columns", default=None, metavar="A,B,...", help="comma-separated columns (default: all)")
+    p.add_argument(
+        "--partition",
+        action="append",
+        default=[],
+        metavar="COL=VALUE",
+        help="read only this partition (repeat for several)",
+    )
+    p.add_argument("--snapshot", type=int, default=None, help="read this snapshot (default: the latest)")
     p.set_defaults(run=cmd_read)
 
-    p = sub("compact", "merge the files of buckets with many runs (--full: of every bucket) into one, dropping deletes")
-    p.add_argument("--full", action="store_true")
+    p = sub("compact", "merge the files of buckets with many runs into one file each, dropping deletes")
+    p.add_argument("--full", action="store_true", help="compact every bucket, not only those with 5 or more runs")
     p.set_defaults(run=cmd_compact)
 
-    p = sub("info", "show the table's definition, snapshot, files and runs")
+    p = sub("info", "show the table's definition, latest snapshot, files, rows and runs")
+    p.add_argument("--json", action="store_true", help="print the figures as JSON, for programs")
     p.set_defaults(run=cmd_info)
 
     p = sub("expire", "remove old snapshots and the files nothing uses any more")
-    p.add_argument("--keep", type=int, default=1, help="snapshots to keep (default 1)")
-    p.add_argument("--orphan-age", type=float, default=3600.0, help="seconds before an unreferenced file is removed")
+    p.add_argument("--keep", type=int, default=1, help="snapshots to keep")
+    p.add_argument(
+        "--orphan-age",
+        type=float,
+        default=3600.0,
+        metavar="SECONDS",
+        help="age after which a file no snapshot uses (a failed write's) is removed",
+    )
     p.set_defaults(run=cmd_expire)
 
 
+def open_table(path: str) -> mc.Table:
+    """The table at ``path``, or a UserError naming what is there instead."""
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise UserError(f"TABLE {path} is a file, not a table's directory")
+    try:
+        return mc.Table.open(path)
+    except (mc.TableNotFoundError, NotADirectoryError):
+        raise UserError(
+            f"no table at {path} (create one with: merge-core table create {path} --like FILE.parquet -k KEY)"
+        ) from None
+
+
 def cmd_create(args: argparse.Namespace) -> int:
-    schema = _open_parquet(args.like).schema_arrow
+    parent = os.path.dirname(os.path.abspath(args.path))
+    while not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent) or (os.path.exists(args.path) and not os.path.isdir(args.path)):
+        raise UserError(f"TABLE {args.path}: {parent if not os.path.isdir(parent) else args.path} is a file")
+    schema = open_parquet(args.like, "--like").schema_arrow
+    for flag, names in (("--key", args.key), ("--partition-by", args.partition_by), ("--sequence", args.sequence)):
+        check_columns(names, flag, schema, args.like)
+    check_positive(args.buckets, "--buckets", 65536)
     merge = contest.CONTEST_MERGE if args.preset == "contest" else args.merge
     options = dict(_key_value(item, "--option KEY=VALUE") for item in args.option)
     table = mc.Table.create(
@@ -92,41 +184,63 @@ def cmd_create(args: argparse.Namespace) -> int:
         options=options,
     )
     function = table.info()["merge"]["function"]
-    print(f"created {table.path}: key {table.key}, {table.buckets} buckets, merge {function}")
+    print(f"created {table.path}: key {', '.join(table.key)}, {plural(table.buckets, 'bucket')}, merge {function}")
     return 0
 
 
 def cmd_write(args: argparse.Namespace) -> int:
-    table = mc.Table.open(args.path)
-    files = [_open_parquet(p) for p in args.inputs]
-    for path, parquet in zip(args.inputs, files, strict=True):
-        start = time.perf_counter()
-        batches = parquet.iter_batches(batch_size=65536)  # streamed: never the whole file in memory
-        if args.null_string and table.snapshots():
-            batches = (contest.null_strings_as_null(b, args.null_string) for b in batches)
-        data = pa.RecordBatchReader.from_batches(parquet.schema_arrow, batches)
-        result = table.write(data, row_kind=args.row_kind, memory_limit=args.memory)
-        seconds = time.perf_counter() - start
-        rows, runs = parquet.metadata.num_rows, result["files"]
-        print(f"snapshot {result['snapshot']}: {path}: {rows:,} rows -> {runs} runs in {seconds:.2f}s")
+    table = open_table(args.path)
+    files = [(p, open_parquet(p, "IN")) for p in args.inputs]
+    for path, parquet in files:
+        missing = [n for n in table.schema.names if n not in parquet.schema_arrow.names]
+        if missing:
+            raise UserError(f"{path} lacks the table's columns {', '.join(missing)}")
+        if args.row_kind:
+            check_columns([args.row_kind], "--row-kind", parquet.schema_arrow, path)
+        check_no_null_keys(parquet, table.key, path)
+        check_columns(args.null_string, "--null-string", parquet.schema_arrow, path)
+    memory = parse_memory(args.memory)
+    for path, parquet in files:
+        with Progress() as progress:
+            progress.phase(f"writing {path}", parquet.metadata.num_rows)
+            batches = parquet_batches(parquet, progress)  # streamed: never the whole file in memory
+            if args.null_string and table.snapshots():
+                batches = (contest.null_strings_as_null(b, args.null_string) for b in batches)
+            data = pa.RecordBatchReader.from_batches(parquet.schema_arrow, batches)
+            result = table.write(data, row_kind=args.row_kind, memory_limit=memory)
+            seconds = progress.elapsed()
+        rows = parquet.metadata.num_rows
+        print(
+            f"snapshot {result['snapshot']}: {path}: {plural(rows, 'row')} -> {plural(result['files'], 'file')}"
+            f" in {seconds:.2f}s"
+        )
     return 0
 
 
 def cmd_read(args: argparse.Namespace) -> int:
-    table = mc.Table.open(args.path)
+    table = open_table(args.path)
     partitions: dict[str, list[str]] = {}
     for item in args.partition:
         column, value = _key_value(item, "--partition COL=VALUE")
         partitions.setdefault(column, []).append(value)
+    check_columns(partitions, "--partition", pa.schema([table.schema.field(c) for c in table.partition_by]), "TABLE")
     columns = args.columns.split(",") if args.columns else None
-    start = time.perf_counter()
-    stream = table.read(columns=columns, partitions=partitions or None, snapshot=args.snapshot)
-    rows = write_stream(stream, args.output)
-    seconds = time.perf_counter() - start
+    if columns:
+        check_columns(columns, "--columns", table.schema, args.path)
+    if args.snapshot is not None and args.snapshot not in table.snapshots():
+        kept = ", ".join(map(str, table.snapshots())) or "none yet"
+        raise UserError(f"--snapshot {args.snapshot}: the table has no such snapshot (it keeps: {kept})")
+    check_output(args.output, [])
+    with Progress() as progress:
+        progress.phase("reading")
+        stream = table.read(columns=columns, partitions=partitions or None, snapshot=args.snapshot)
+        rows = write_stream(stream, args.output, progress)
+        seconds = progress.elapsed()
     s = stream.stats
     print(
-        f"read snapshot {s['snapshot']}: {s['rows_in']:,} stored rows -> {rows:,} rows in {seconds:.2f}s "
-        f"({s['rows_in'] / max(seconds, 1e-9) / 1e6:.2f} M rows/s) -> {args.output}\n"
+        f"read snapshot {s['snapshot']}: {plural(s['rows_in'], 'stored row')} -> {plural(rows, 'row')}"
+        f" in {seconds:.2f}s "
+        f"({rate(s['rows_in'], seconds)}) -> {args.output}\n"
         f"  files read {s['files_read']} of {s['files_total']}, "
         f"partitions read {s['partitions_read']} of {s['partitions_total']}"
     )
@@ -134,26 +248,67 @@ def cmd_read(args: argparse.Namespace) -> int:
 
 
 def cmd_compact(args: argparse.Namespace) -> int:
-    start = time.perf_counter()
-    result = mc.Table.open(args.path).compact(full=args.full)
-    seconds = time.perf_counter() - start
+    table = open_table(args.path)
     kind = "full" if args.full else "partial"
-    merged, written = result["files_merged"], result["files_written"]
-    print(f"{kind} compaction: {merged} files -> {written} in {seconds:.2f}s (snapshot {result['snapshot']})")
+    with Progress() as progress:
+        progress.show(f"{kind} compaction: merging buckets")
+        result = table.compact(full=args.full)
+        seconds = progress.elapsed()
+    merged, written, snapshot = result["files_merged"], result["files_written"], result["snapshot"]
+    if not merged:
+        print(f"{kind} compaction: nothing to compact (snapshot {snapshot})")
+        return 0
+    print(f"{kind} compaction: {plural(merged, 'file')} -> {written} in {seconds:.2f}s (snapshot {snapshot})")
     return 0
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    print(json.dumps(mc.Table.open(args.path).info(), indent=2))
+    info = open_table(args.path).info()
+    if args.json:
+        print(json.dumps(info, indent=2))
+        return 0
+    print(describe(info))
     return 0
 
 
+def describe(info: dict[str, Any]) -> str:
+    """``table info``'s summary for people: what the table is and what it holds."""
+    merge = info["merge"]
+    function = merge["function"]
+    fields = merge.get("fields") or {}
+    if fields:
+        per_column = ", ".join(f"{c} {f.get('function', f)}" for c, f in fields.items())
+        function += f" ({per_column}; others {merge.get('default', 'last_non_null_value')})"
+    columns = ", ".join(f"{name} {kind}" for name, kind in info["columns"].items())
+    lines = [
+        f"table {info['path']} ({info['format']})",
+        f"  columns:   {columns}",
+        f"  key:       {', '.join(info['key'])}",
+        f"  partition: {', '.join(info['partition_by']) or 'none'}",
+        f"  buckets:   {info['buckets']} per partition",
+        f"  merge:     {function}" + (f", ordered by {', '.join(info['sequence'])}" if info["sequence"] else ""),
+    ]
+    if info["snapshot"] is None:
+        lines.append("  snapshot:  none yet (the table is empty)")
+        return "\n".join(lines)
+    lines += [
+        f"  snapshot:  {info['snapshot']} (latest; {plural(info['snapshots'], 'snapshot')} kept)",
+        f"  data:      {plural(info['stored_rows'], 'stored row')} in {plural(info['files'], 'file')},"
+        f" {human_bytes(info['bytes'])}, {plural(info['partitions'], 'partition')}",
+        f"  runs:      at most {info['max_runs_per_bucket']} per bucket (what a read of the worst bucket merges)",
+    ]
+    return "\n".join(lines)
+
+
 def cmd_expire(args: argparse.Namespace) -> int:
-    result = mc.Table.open(args.path).expire(keep_snapshots=args.keep, orphan_age=args.orphan_age)
-    mib = result["bytes_removed"] / 2**20
+    table = open_table(args.path)
+    check_positive(args.keep, "--keep")
+    if args.orphan_age < 0:
+        raise UserError(f"--orphan-age must be 0 or more seconds, got {args.orphan_age}")
+    result = table.expire(keep_snapshots=args.keep, orphan_age=args.orphan_age)
     print(
-        f"removed {result['snapshots_removed']} snapshots, {result['files_removed']} data files and "
-        f"{result['manifests_removed']} manifest files ({mib:.1f} MiB)"
+        f"removed {plural(result['snapshots_removed'], 'snapshot')}, {plural(result['files_removed'], 'data file')}"
+        f" and {plural(result['manifests_removed'], 'manifest file')} ({human_bytes(result['bytes_removed'])})"
     )
     return 0
 

@@ -1,23 +1,48 @@
-"""The ``merge-core`` command line: merge, sort, upsert on Spark, contest data, demo."""
+"""The ``merge-core`` command line: merge, sort, upsert on Spark, contest data, demo.
+
+Every command checks its arguments (files, columns, sizes, directories) before it starts
+work, shows one progress line on stderr when stderr is a terminal, ends with a summary on
+stdout, and answers a failure with one line on stderr: exit status 2 for a mistake in the
+command line or its inputs, 1 for a failure of merge-core, Spark or the machine.
+"""
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import shutil
 import sys
-import tempfile
 import time
-import uuid
-from collections.abc import Iterable, Iterator
+import traceback
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 
 import merge_core as mc
-import merge_core.spark  # noqa: F401  (mc.spark)
 
+from . import _cli_demo, _cli_table
+from ._cli_common import (
+    Parser,
+    Progress,
+    UserError,
+    add_command,
+    add_memory_option,
+    add_null_string_option,
+    check_columns,
+    check_no_null_keys,
+    check_output,
+    check_positive,
+    check_spill_dir,
+    open_parquet,
+    parquet_batches,
+    parse_memory,
+    plural,
+    rate,
+    report,
+    spark_error,
+    spark_progress,
+    start_spark,
+    write_stream,
+)
 from .bench import SUITES
 
 EXAMPLES = """examples:
@@ -27,145 +52,109 @@ EXAMPLES = """examples:
   merge-core merge run1.parquet run2.parquet -k id --merge deduplicate -o merged.parquet
   merge-core sort big.parquet -k id --memory 256MiB -o sorted.parquet
   merge-core bench --scale small                    merge-core vs DuckDB, Polars, DataFusion, Spark, pypaimon
-  merge-core table --help                           merge-on-read tables: create, write, read, compact
+  merge-core table --help                           Paimon tables: create, write, read, compact, info, expire
+
+Run 'merge-core COMMAND --help' for a command's options and examples.
 """
 
-
-class UserError(Exception):
-    """A mistake in the command line or its inputs: one clear message, exit status 2."""
+MERGE_FUNCTIONS = ["deduplicate", "first-row", "partial-update", "aggregate", "none"]
 
 
-class Progress:
-    """A one-line progress report on stderr (redrawn on a terminal, sparse otherwise)."""
-
-    def __init__(self, what: str, total: int | None = None) -> None:
-        self.what, self.total, self.done = what, total, 0
-        self.start = self.last = time.perf_counter()
-        self.tty = sys.stderr.isatty()
-
-    def advance(self, n: int) -> None:
-        self.done += n
-        now = time.perf_counter()
-        if now - self.last >= (0.2 if self.tty else 5.0):
-            self.last = now
-            self._draw(end="\r" if self.tty else "\n")
-
-    def finish(self) -> None:
-        self._draw(end="\n")
-
-    def _draw(self, end: str) -> None:
-        rate = self.done / max(time.perf_counter() - self.start, 1e-9)
-        share = f" {100 * self.done / self.total:5.1f}%" if self.total else ""
-        print(f"{self.what}: {self.done:,} rows{share} ({rate / 1e6:.2f} M rows/s)", end=end, file=sys.stderr)
-
-
-def _parquet_batches(path: str, progress: Progress) -> Iterator[pa.RecordBatch]:
-    for batch in _open_parquet(path).iter_batches(batch_size=65536):
-        progress.advance(batch.num_rows)
-        yield batch
-
-
-def _open_parquet(path: str) -> pq.ParquetFile:
-    if not os.path.exists(path):
-        raise UserError(f"no such file: {path}")
-    try:
-        return pq.ParquetFile(path)
-    except (pa.ArrowInvalid, OSError) as e:
-        raise UserError(f"{path} is not a readable Parquet file ({e})") from e
-
-
-def check_output(out: str, inputs: Iterable[str]) -> None:
-    """Refuses an output that is also an input (writing it would destroy the input)."""
-    target = os.path.realpath(out)
-    if any(os.path.realpath(i) == target for i in inputs):
-        raise UserError(f"the output {out} is also an input: choose another output file")
-
-
-def write_stream(stream: mc.Stream, out: str) -> int:
-    """Writes ``stream`` to the Parquet file ``out`` whole or not at all: into a temporary
-    file beside it, renamed over ``out`` only once every row is written (a failed or
-    interrupted run leaves ``out`` as it was and no temporary file)."""
-    folder, name = os.path.split(os.path.abspath(out))
-    temporary = os.path.join(folder, f".{name}.{uuid.uuid4().hex}.tmp")
-    rows = 0
-    try:
-        with pq.ParquetWriter(temporary, stream.schema) as writer:
-            for batch in stream:
-                writer.write_batch(batch)
-                rows += batch.num_rows
-        os.replace(temporary, out)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.remove(temporary)
-        raise
-    return rows
+def merge_option(args: argparse.Namespace, schema_of: list[tuple[str, pq.ParquetFile]] | None = None) -> mc.MergeSpec:
+    """--merge, or an aggregation built from --agg COL=FUNC options."""
+    if not getattr(args, "agg", None):
+        if getattr(args, "agg_default", None) not in (None, "last_non_null_value"):
+            raise UserError("--agg-default needs --agg COL=FUNC options (or use --merge aggregate alone)")
+        return args.merge or "deduplicate"
+    if args.merge not in (None, "aggregate"):
+        raise UserError(f"--agg sets per-column aggregate functions; it cannot be used with --merge {args.merge}")
+    fields: dict[str, str] = {}
+    for item in args.agg:
+        column, sep, function = item.partition("=")
+        if not sep or not column or not function:
+            raise UserError(f"--agg takes COL=FUNC (like requests=sum), got {item!r}")
+        fields[column] = function
+    for path, parquet in schema_of or []:
+        check_columns(fields, "--agg", parquet.schema_arrow, path)
+    return mc.Aggregate(fields=fields, default=args.agg_default)
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
-    files = [_open_parquet(p) for p in args.runs]
-    total = sum(f.metadata.num_rows for f in files)
-    progress = Progress("merging", total)
+    files = [(p, open_parquet(p, "RUN")) for p in args.runs]
+    for path, parquet in files:
+        check_columns(args.key, "--key", parquet.schema_arrow, path)
+        check_no_null_keys(parquet, args.key, path)
     check_output(args.output, args.runs)
-    runs = [_parquet_batches(p, progress) for p in args.runs]
-    stream = mc.merge(runs, key=args.key, merge=args.merge, algorithm=args.algorithm)
-    start = time.perf_counter()
-    rows = write_stream(stream, args.output)
-    progress.finish()
-    _summary("merge", start, stream.stats, rows, args.output)
+    merge = merge_option(args, files)
+    total = sum(f.metadata.num_rows for _, f in files)
+    with Progress() as progress:
+        progress.phase("merging", total)
+        runs = [parquet_batches(f, progress) for _, f in files]
+        stream = mc.merge(runs, key=args.key, merge=merge, algorithm=args.algorithm)
+        rows = write_stream(stream, args.output)
+        seconds = progress.elapsed()
+    summary("merge", seconds, stream.stats, rows, args.output)
     return 0
 
 
 def cmd_sort(args: argparse.Namespace) -> int:
-    total = _open_parquet(args.input).metadata.num_rows
+    parquet = open_parquet(args.input)
+    check_columns(args.key, "--key", parquet.schema_arrow, args.input)
+    check_no_null_keys(parquet, args.key, args.input)
     check_output(args.output, [args.input])
-    progress = Progress("sorting", total)
-    start = time.perf_counter()
-    stream = mc.sort(
-        _parquet_batches(args.input, progress),
-        key=args.key,
-        memory_limit=args.memory,
-        merge=args.merge,
-        spill_dir=args.spill_dir,
-    )
-    progress.finish()
-    rows = write_stream(stream, args.output)
-    _summary("sort", start, stream.stats, rows, args.output)
+    check_spill_dir(args.spill_dir)
+    memory = parse_memory(args.memory)
+    total = parquet.metadata.num_rows
+    with Progress() as progress:
+        progress.phase("sorting: reading", total)
+        stream = mc.sort(
+            parquet_batches(parquet, progress),
+            key=args.key,
+            memory_limit=memory,
+            merge=args.merge,
+            spill_dir=args.spill_dir,
+        )
+        progress.phase("sorting: writing", None if args.merge else total)
+        rows = write_stream(stream, args.output, progress)
+        seconds = progress.elapsed()
+    summary("sort", seconds, stream.stats, rows, args.output)
     return 0
 
 
-def _summary(what: str, start: float, stats: dict, rows: int, out: str) -> None:
-    seconds = time.perf_counter() - start
+def summary(what: str, seconds: float, stats: dict, rows: int, out: str) -> None:
+    speed = rate(stats["rows_in"], seconds)
     print(
-        f"{what}: {stats['rows_in']:,} rows in, {rows:,} rows out in {seconds:.2f}s "
-        f"({stats['rows_in'] / max(seconds, 1e-9) / 1e6:.2f} M rows/s) -> {out}"
+        f"{what}: {plural(stats['rows_in'], 'row')} in, {plural(rows, 'row')} out in {seconds:.2f}s ({speed}) -> {out}"
     )
     if "spilled_runs" in stats:
         print(
-            f"  spilled {stats['spilled_runs']} runs, {stats['spilled_bytes'] / 2**20:.1f} MiB, "
-            f"{stats['merge_passes']} merge passes, peak memory {stats['peak_memory_bytes'] / 2**20:.1f} MiB"
+            f"  spilled {plural(stats['spilled_runs'], 'run')}, {stats['spilled_bytes'] / 2**20:.1f} MiB, "
+            f"{plural(stats['merge_passes'], 'merge pass', 'merge passes')}, "
+            f"peak memory {stats['peak_memory_bytes'] / 2**20:.1f} MiB"
         )
 
 
 def cmd_gen(args: argparse.Namespace) -> int:
     from . import contest
 
+    check_positive(args.rows, "--rows")
+    if args.increments < 0:
+        raise UserError(f"--increments must be 0 or more, got {args.increments}")
+    if os.path.exists(args.output) and not os.path.isdir(args.output):
+        raise UserError(f"OUT {args.output} is a file, not a directory")
     start = time.perf_counter()
     paths = contest.generate(args.output, args.rows, args.increments, args.seed)
     rows = contest.total_rows(paths)
-    print(f"wrote {len(paths)} files, {rows:,} rows, to {args.output} in {time.perf_counter() - start:.1f}s")
+    seconds = time.perf_counter() - start
+    print(f"wrote {plural(len(paths), 'file')}, {plural(rows, 'row')}, to {args.output} in {seconds:.1f}s")
     return 0
 
 
-def _spark(master: str):
-    try:
-        import pyspark  # noqa: F401
-    except ImportError as e:
-        raise UserError("this command needs pyspark: pip install 'merge-core[spark]'") from e
-    return mc.spark.local_session(master)
-
-
-def _upsert_options(args: argparse.Namespace) -> dict:
+def _upsert_options(args: argparse.Namespace, columns: list[str]) -> dict:
     if args.preset == "contest":
+        missing = [c for c in ("requests", "name") if c not in columns]
+        if missing:
+            raise UserError(f"--preset contest needs the contest's columns; the inputs lack {', '.join(missing)}")
         return dict(mc.spark.CONTEST)
     merge: mc.MergeSpec = args.merge
     if args.sum or args.newest_non_null:
@@ -175,85 +164,65 @@ def _upsert_options(args: argparse.Namespace) -> dict:
 
 
 def cmd_upsert(args: argparse.Namespace) -> int:
-    for path in args.inputs:  # before OUT is replaced or Spark starts
-        _open_parquet(path)
+    import merge_core.spark  # noqa: F401  (mc.spark)
+
+    # Every check before OUT is replaced or Spark starts.
+    parquets = [(p, open_parquet(p, "IN")) for p in args.inputs]
+    first_path, first = parquets[0][0], parquets[0][1].schema_arrow
+    for path, parquet in parquets:
+        schema = parquet.schema_arrow
+        check_columns(args.key, "--key", schema, path)
+        check_no_null_keys(parquet, args.key, path)
+        check_columns(args.sum, "--sum", schema, path)
+        check_columns(args.null_string, "--null-string", schema, path)
+        if sorted(schema.names) != sorted(first.names):
+            raise UserError(
+                f"{path} has columns {', '.join(schema.names)}; {first_path} has {', '.join(first.names)}:"
+                " every version needs the same columns"
+            )
+    memory = parse_memory(args.memory)
+    if args.buckets is not None:
+        check_positive(args.buckets, "--buckets", 65536)
+    if any(os.path.realpath(p).startswith(os.path.realpath(args.output) + os.sep) for p in args.inputs):
+        raise UserError(f"-o {args.output} holds inputs: choose another output directory")
+    if os.path.exists(args.output) and not os.path.isdir(args.output):
+        raise UserError(f"-o {args.output} is a file: give a directory for the output's Parquet parts")
+    options = _upsert_options(args, first.names)
     if os.path.isdir(args.output) and os.listdir(args.output):
         if not args.overwrite:
-            raise UserError(f"output {args.output} is not empty (pass --overwrite to replace it)")
+            raise UserError(f"-o {args.output} is not empty (pass --overwrite to replace it)")
         shutil.rmtree(args.output)
-    spark = _spark(args.master)
-    start = time.perf_counter()
-    counts = mc.spark.upsert_files(
-        spark,
-        args.inputs,
-        args.output,
-        key=args.key,
-        memory_limit=args.memory,
-        buckets=args.buckets,
-        **_upsert_options(args),
-    )
-    seconds = time.perf_counter() - start
+    with Progress() as progress:
+        spark = start_spark(args.master, progress)
+        with spark_progress(progress, spark, "upserting"):
+            try:
+                counts = mc.spark.upsert_files(
+                    spark, args.inputs, args.output, key=args.key, memory_limit=memory, buckets=args.buckets, **options
+                )
+            except Exception as e:
+                raise (spark_error(e, spark) or e) from None
+        seconds = progress.elapsed()
     print(
-        f"upsert: {len(args.inputs)} versions, {counts['rows_in']:,} rows -> {counts['rows_out']:,} rows"
-        f" in {seconds:.1f}s ({counts['buckets']} buckets) -> {args.output}"
+        f"upsert: {plural(len(args.inputs), 'version')}, {plural(counts['rows_in'], 'row')}"
+        f" -> {plural(counts['rows_out'], 'row')}"
+        f" in {seconds:.1f}s ({plural(counts['buckets'], 'bucket')}, one Spark task each) -> {args.output}"
     )
     return 0
-
-
-def cmd_demo(args: argparse.Namespace) -> int:
-    from . import contest
-    from .bench._spark import compare_pipelines
-
-    rows = args.rows
-    with tempfile.TemporaryDirectory(prefix="merge-core-demo-") as tmp:
-        print(f"generating contest data: {rows:,} base rows + {args.increments} increments of {rows // 5:,} ...")
-        paths = contest.generate(os.path.join(tmp, "data"), rows, args.increments, args.seed)
-        spark = _spark(args.master)
-        runs = compare_pipelines(spark, paths, tmp, args.repeat)
-        where = f"Spark {spark.version}, {args.master}"
-        print(f"\ncontest upsert of {len(paths)} files, {runs[0].rows:,} rows ({where}):\n")
-        print(f"{'pipeline':<42}{'best s':>8}{'M rows/s':>10}{'vs merge-core':>15}")
-        for run in runs:
-            speed = run.rows / run.seconds / 1e6
-            print(f"{run.tool:<42}{run.seconds:>8.2f}{speed:>10.2f}{run.seconds / runs[0].seconds:>14.2f}x")
-        same = all(run.same for run in runs)
-        print(f"\nresults equal: {'yes' if same else 'NO'}")
-        spark.stop()
-        return 0 if same else 1
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
     from .bench import run
 
+    if args.repeat is not None:
+        check_positive(args.repeat, "--repeat")
     command = " ".join(["merge-core bench", f"--scale {args.scale}", *(f"--only {s}" for s in args.only or [])])
-    report = run(args.scale, args.out, args.only, args.master, args.repeat, command)
-    print(f"report: {report}")
+    report_path = run(args.scale, args.out, args.only, args.master, args.repeat, command)
+    print(f"report: {report_path}")
     return 0
 
 
-def add_command(commands: argparse._SubParsersAction, name: str, help: str, examples: str) -> argparse.ArgumentParser:
-    """A (sub)command whose help shows `help` and the examples below it."""
-    return commands.add_parser(
-        name, help=help, description=help, epilog=examples, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-
-
-def add_null_string_option(p: argparse.ArgumentParser, after: str) -> None:
-    """`--null-string COL`: the contest's rule that the string 'null' in COL is a null."""
-    p.add_argument(
-        "--null-string",
-        action="append",
-        default=[],
-        metavar="COL",
-        help=f"in {after}, the string 'null' in COL means null",
-    )
-
-
 def build_parser() -> argparse.ArgumentParser:
-    def sub(name: str, help: str) -> argparse.ArgumentParser:
-        return add_command(commands, name, help, EXAMPLES)
-
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="merge-core",
         description="Merge and sort sorted Arrow runs the way LSM data lakes do.",
         epilog=EXAMPLES,
@@ -262,68 +231,157 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"merge-core {mc.__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    p = sub("merge", "merge sorted Parquet runs (oldest first) into one Parquet file")
-    p.add_argument("runs", nargs="+", metavar="RUN")
+    p = add_command(
+        commands,
+        "merge",
+        "merge sorted Parquet runs (oldest first) into one Parquet file, folding the versions of each key",
+        """
+merge-core merge day1.parquet day2.parquet -k id -o merged.parquet
+merge-core merge a.parquet b.parquet -k id --merge first-row -o first.parquet
+merge-core merge a.parquet b.parquet -k id --agg requests=sum --agg last_seen=max -o totals.parquet
+""",
+    )
+    p.add_argument("runs", nargs="+", metavar="RUN", help="a Parquet file sorted by the key; oldest run first")
     p.add_argument("-k", "--key", required=True, action="append", help="key column (repeat for several)")
     p.add_argument(
-        "--merge", default="deduplicate", help="deduplicate (default), first-row, partial-update, aggregate or none"
+        "--merge",
+        default=None,
+        choices=MERGE_FUNCTIONS,
+        help="how the versions of a key fold (default: deduplicate, the newest wins; aggregate with --agg)",
     )
-    p.add_argument("--algorithm", default="loser-tree", choices=["loser-tree", "heap"])
-    p.add_argument("-o", "--output", required=True)
+    p.add_argument(
+        "--agg",
+        action="append",
+        default=[],
+        metavar="COL=FUNC",
+        help="aggregate column COL with FUNC (sum, product, min, max, last_value, last_non_null_value, first_value,"
+        " first_non_null_value, listagg, bool_and, bool_or, collect, merge_map); repeat for several; implies"
+        " --merge aggregate",
+    )
+    p.add_argument(
+        "--agg-default",
+        default="last_non_null_value",
+        metavar="FUNC",
+        help="with --agg: the function of the columns no --agg names",
+    )
+    p.add_argument(
+        "--algorithm",
+        default="loser-tree",
+        choices=["loser-tree", "heap"],
+        help="the k-way merge: a loser tree, or a binary heap (slower, kept to compare)",
+    )
+    p.add_argument("-o", "--output", required=True, metavar="OUT", help="the Parquet file to write (replaced whole)")
     p.set_defaults(run=cmd_merge)
 
-    p = sub("sort", "sort a Parquet file within a memory limit, spilling to disk")
-    p.add_argument("input")
+    p = add_command(
+        commands,
+        "sort",
+        "sort a Parquet file by key within a memory budget, spilling sorted runs to disk",
+        """
+merge-core sort big.parquet -k id -o sorted.parquet
+merge-core sort big.parquet -k id --memory 64MiB --spill-dir /mnt/scratch -o sorted.parquet
+merge-core sort events.parquet -k user -k ts --merge deduplicate -o latest.parquet
+""",
+    )
+    p.add_argument("input", metavar="IN", help="the Parquet file to sort")
     p.add_argument("-k", "--key", required=True, action="append", help="key column (repeat for several)")
-    p.add_argument("--memory", default="256MiB", help="memory limit (default 256MiB)")
-    p.add_argument("--merge", default=None, help="fold equal keys with this merge function")
-    p.add_argument("--spill-dir", default=None)
-    p.add_argument("-o", "--output", required=True)
+    add_memory_option(p, "sort memory")
+    p.add_argument(
+        "--merge",
+        default=None,
+        choices=MERGE_FUNCTIONS,
+        help="fold the rows of equal keys with this function (default: keep every row)",
+    )
+    p.add_argument(
+        "--spill-dir", default=None, metavar="DIR", help="directory for spill files (default: the system's temp dir)"
+    )
+    p.add_argument("-o", "--output", required=True, metavar="OUT", help="the Parquet file to write (replaced whole)")
     p.set_defaults(run=cmd_sort)
 
-    p = sub("gen", "write contest-shaped data: a base file and increments")
-    p.add_argument("output", help="directory to write 0.parquet, 1.parquet, ... into")
-    p.add_argument("--rows", type=int, default=200_000, help="rows of the base file (increments: rows/5)")
-    p.add_argument("--increments", type=int, default=10)
-    p.add_argument("--seed", type=int, default=0)
+    p = add_command(
+        commands,
+        "gen",
+        "write contest-shaped data: a base file and increments that update and add keys",
+        """
+merge-core gen data/
+merge-core gen data/ --rows 2000000 --increments 10 --seed 7
+""",
+    )
+    p.add_argument("output", metavar="OUT", help="directory to write 0.parquet, 1.parquet, ... into")
+    p.add_argument("--rows", type=int, default=200_000, help="rows of the base file; each increment has rows/5")
+    p.add_argument("--increments", type=int, default=10, help="increment files after the base file")
+    p.add_argument("--seed", type=int, default=0, help="random seed: the same seed writes the same data")
     p.set_defaults(run=cmd_gen)
 
-    p = sub("upsert", "upsert versioned Parquet files (oldest first) on Spark with merge-core")
-    p.add_argument("inputs", nargs="+", metavar="IN")
-    p.add_argument("-o", "--output", required=True, help="output directory (Parquet)")
-    p.add_argument("-k", "--key", required=True, action="append")
-    p.add_argument("--preset", choices=["contest"], help="the contest's column rules")
-    p.add_argument("--merge", default="deduplicate", help="merge function when no preset or column rule is given")
-    p.add_argument(
-        "--sum", action="append", default=[], metavar="COL", help="sum this column (others: newest non-null)"
+    p = add_command(
+        commands,
+        "upsert",
+        "upsert versioned Parquet files (oldest first) on Spark with merge-core, into Parquet parts",
+        """
+merge-core upsert data/*.parquet -o merged/ --key uuid --preset contest
+merge-core upsert v1.parquet v2.parquet -o merged/ -k id --sum clicks --newest-non-null --master 'local[4]'
+""",
     )
-    p.add_argument("--newest-non-null", action="store_true", help="all columns but --sum ones take the newest non-null")
+    p.add_argument("inputs", nargs="+", metavar="IN", help="Parquet files, oldest version first")
+    p.add_argument(
+        "-o", "--output", required=True, metavar="OUT", help="output directory (one Parquet part per bucket)"
+    )
+    p.add_argument("-k", "--key", required=True, action="append", help="key column (repeat for several)")
+    p.add_argument("--preset", choices=["contest"], help="the contest's rules: requests summed, others newest non-null")
+    p.add_argument(
+        "--merge",
+        default="deduplicate",
+        choices=MERGE_FUNCTIONS[:-1],
+        help="how the versions of a key fold, when no --preset or column rule is given",
+    )
+    p.add_argument(
+        "--sum", action="append", default=[], metavar="COL", help="sum column COL (others: newest non-null value)"
+    )
+    p.add_argument(
+        "--newest-non-null", action="store_true", help="every column but --sum ones takes its newest non-null"
+    )
     add_null_string_option(p, "versions after the first")
-    p.add_argument("--memory", default="256MiB", help="sort memory per Spark task")
-    p.add_argument("--buckets", type=int, default=None, help="key buckets, one Spark task each (default: cores)")
+    add_memory_option(p, "sort memory of each Spark task")
+    p.add_argument(
+        "--buckets", type=int, default=None, help="key buckets, one Spark task each (default: Spark's cores)"
+    )
     p.add_argument("--overwrite", action="store_true", help="replace OUT if it is not empty")
-    p.add_argument("--master", default="local[*]")
+    p.add_argument("--master", default="local[*]", help="Spark master URL")
     p.set_defaults(run=cmd_upsert)
 
-    p = sub("demo", "generate contest data, upsert it on Spark with merge-core and with Spark SQL, compare")
-    p.add_argument("--rows", type=int, default=200_000, help="base rows (default 200000)")
-    p.add_argument("--increments", type=int, default=10)
+    p = add_command(
+        commands,
+        "demo",
+        "generate contest data, upsert it on Spark with merge-core's two pipelines and with Spark SQL, compare",
+        """
+merge-core demo
+merge-core demo --rows 1000000 --repeat 3 --master 'local[4]'
+""",
+    )
+    p.add_argument("--rows", type=int, default=200_000, help="rows of the base file; each increment has rows/5")
+    p.add_argument("--increments", type=int, default=10, help="increment files after the base file")
     p.add_argument("--repeat", type=int, default=2, help="runs of each pipeline; the best time is shown")
-    p.add_argument("--master", default="local[2]")
-    p.add_argument("--seed", type=int, default=0)
-    p.set_defaults(run=cmd_demo)
+    p.add_argument("--master", default="local[2]", help="Spark master URL")
+    p.add_argument("--seed", type=int, default=0, help="random seed of the generated data")
+    p.set_defaults(run=_cli_demo.cmd_demo)
 
-    p = sub("bench", "run merge-core and its peers on the same generated data; write a report with charts")
-    p.add_argument("--scale", default="small", choices=["tiny", "small", "full"], help="data size (default small)")
-    p.add_argument("--out", default="docs/benchmarks", help="folder for README.md and the PNG charts")
+    p = add_command(
+        commands,
+        "bench",
+        "run merge-core and its peers on the same generated data; write a report with charts",
+        """
+merge-core bench --scale small
+merge-core bench --scale full --only sort --out /tmp/report
+""",
+    )
+    p.add_argument("--scale", default="small", choices=["tiny", "small", "full"], help="data size")
+    p.add_argument("--out", default="docs/benchmarks", metavar="DIR", help="folder for README.md and the PNG charts")
     p.add_argument("--only", action="append", choices=SUITES, metavar="SUITE", help=f"run only these: {SUITES}")
     p.add_argument("--repeat", type=int, default=None, help="runs of each timing (default: by scale)")
     p.add_argument("--master", default="local[2]", help="Spark master for the Spark suites")
     p.set_defaults(run=cmd_bench)
 
-    from ._cli_table import add_commands
-
-    add_commands(commands)
+    _cli_table.add_commands(commands)
     return parser
 
 
@@ -331,15 +389,14 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.run(args)
-    except (UserError, mc.InvalidInputError, mc.TableNotFoundError, mc.TableExistsError) as e:
-        print(f"merge-core: error: {e}", file=sys.stderr)
-        return 2
-    except mc.MergeCoreError as e:
-        print(f"merge-core: failed: {e}", file=sys.stderr)
-        return 1
     except KeyboardInterrupt:
         print("merge-core: interrupted", file=sys.stderr)
         return 130
+    except Exception as e:
+        if os.environ.get("MERGE_CORE_DEBUG"):
+            traceback.print_exc()
+        runs = getattr(args, "runs", None) or ([args.input] if getattr(args, "input", None) else None)
+        return report(e, runs)
 
 
 if __name__ == "__main__":
