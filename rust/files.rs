@@ -37,6 +37,18 @@ pub fn run_of_files(schema: SchemaRef, files: Vec<DataFile>, batch_size: usize) 
     Run { schema, batches: Box::new(batches) }
 }
 
+/// A run of one Parquet file (sorted by the merge's key), every column as the file's
+/// Arrow schema gives it.
+pub fn run_of_parquet(path: PathBuf, batch_size: usize) -> Result<Run, MergeError> {
+    let unreadable = |what: String| MergeError::InvalidInput(format!("{}: {what}", path.display()));
+    let handle = File::open(&path).map_err(|e| unreadable(format!("cannot open it ({e})")))?;
+    let builder = ParquetRecordBatchReaderBuilder::try_new(handle)
+        .map_err(|e| unreadable(format!("not a readable Parquet file ({e})")))?;
+    let schema = builder.schema().clone();
+    let columns = schema.fields().iter().map(|f| Some(f.name().clone())).collect();
+    Ok(run_of_files(schema, vec![DataFile { path, columns, deleted: Vec::new() }], batch_size))
+}
+
 struct FileBatches {
     schema: SchemaRef,
     files: VecDeque<DataFile>,

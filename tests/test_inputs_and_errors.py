@@ -5,6 +5,8 @@ from __future__ import annotations
 import merge_core as mc
 import pyarrow as pa
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 
 def t(keys, values=None):
@@ -185,3 +187,59 @@ def test_output_over_2_gib_of_strings_is_split_into_batches():
     sizes = [batch.num_rows for batch in stream]
     assert sum(sizes) == 25 and len(sizes) >= 2
     del run, stream
+
+
+def write_runs(folder, runs, row_group_size=None):
+    import pyarrow.parquet as pq
+
+    paths = []
+    for i, run in enumerate(runs):
+        paths.append(folder / f"run-{i}.parquet")
+        pq.write_table(run, paths[-1], row_group_size=row_group_size)
+    return paths
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    keys=st.lists(st.lists(st.integers(0, 60), max_size=80).map(sorted), min_size=1, max_size=12),
+    merge=st.sampled_from(["none", "deduplicate"]),
+    threads=st.sampled_from([1, 2, 3, 8]),
+    batch_size=st.sampled_from([1, 7, 8192]),
+)
+def test_parquet_files_given_by_path_merge_as_their_tables(tmp_path_factory, keys, merge, threads, batch_size):
+    """Runs given as paths are decoded in Rust, ahead of the merge on worker threads: the
+    same rows, in the same order, as the runs given as tables (empty files included)."""
+    if merge == "deduplicate":
+        keys = [sorted(set(k)) for k in keys]
+    schema = pa.schema([("k", pa.int64()), ("v", pa.string())])
+    runs = [pa.table({"k": k, "v": [f"{i}:{x}" for x in k]}, schema) for i, k in enumerate(keys)]
+    folder = tmp_path_factory.mktemp("runs")
+    paths = write_runs(folder, runs, row_group_size=5)
+    want = mc.merge(runs, key="k", merge=merge, batch_size=batch_size).read_all()
+    for given_runs in ([str(p) for p in paths], paths, [paths[0], *runs[1:]]):
+        got = mc.merge(given_runs, key="k", merge=merge, batch_size=batch_size, threads=threads).read_all()
+        assert got.equals(want)
+
+
+def test_hundreds_of_files_by_path(tmp_path):
+    runs = [t(list(range(i, 3000, 300))) for i in range(300)]
+    paths = write_runs(tmp_path, runs)
+    got = mc.merge(paths, key="k", threads=2).read_all()
+    assert got.column("k").to_pylist() == list(range(3000))
+
+
+def test_bad_paths_are_clear_errors(tmp_path):
+    with pytest.raises(mc.InvalidInputError, match="no such file"):
+        mc.merge([tmp_path / "missing.parquet"], key="k")
+    with pytest.raises(mc.InvalidInputError, match="single path"):
+        mc.merge(str(tmp_path / "a.parquet"), key="k")
+    (tmp_path / "junk.parquet").write_bytes(b"PAR1 not really")
+    with pytest.raises(mc.InvalidInputError, match="junk.parquet"):
+        mc.merge([tmp_path / "junk.parquet"], key="k").read_all()
+    [path] = write_runs(tmp_path, [t([3, 1])])
+    with pytest.raises(mc.InvalidInputError, match="not sorted"):
+        mc.merge([path], key="k").read_all()
+    data = path.read_bytes()
+    path.write_bytes(data[:4] + bytes(len(data) - 12) + data[-8:])  # pages zeroed, footer kept
+    with pytest.raises(mc.MergeCoreError):
+        mc.merge([path], key="k").read_all()

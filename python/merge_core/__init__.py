@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from . import _native
 from ._filter import DynamicFilter
-from ._inputs import as_stream_sources, column_names, is_descending
+from ._inputs import as_stream_sources, check_threads, column_names, is_descending
 from ._native import Stream
 from ._options import Aggregate, Deduplicate, FirstRow, MergeSpec, PartialUpdate, merge_spec
 from ._paimon_options import PaimonMerge, merge_from_paimon_options, paimon_options
@@ -47,14 +47,17 @@ def merge(
     algorithm: Algorithm = "loser-tree",
     batch_size: int = 8192,
     sequence_order: Literal["ascending", "descending"] = "ascending",
+    threads: int | None = None,
 ) -> Stream:
     """Merge sorted runs key by key, folding the versions of each key.
 
     Args:
         runs: the runs, oldest first. Each is a pyarrow Table, RecordBatch or
-            RecordBatchReader, an iterable of RecordBatches, or any object with
-            ``__arrow_c_stream__`` (polars, DuckDB, DataFusion). Each must be sorted
-            ascending by ``key``, with each key at most once unless ``merge="none"``.
+            RecordBatchReader, an iterable of RecordBatches, any object with
+            ``__arrow_c_stream__`` (polars, DuckDB, DataFusion), or the path of a
+            Parquet file (``str`` or ``os.PathLike``), decoded in Rust ahead of the
+            merge. Each must be sorted ascending by ``key``, with each key at most once
+            unless ``merge="none"``.
         key: the key column, or several (compared column by column).
         sequence: column(s) ordering the versions of a key (Paimon's ``sequence.field``): a
             higher value is newer, a null older than any value, equal values fall back to
@@ -68,6 +71,8 @@ def merge(
         batch_size: rows per output batch (the last may be shorter).
         sequence_order: ``"descending"`` makes a *lower* sequence value newer (Paimon's
             ``sequence.field.sort-order``).
+        threads: how many Parquet files are decoded at once, beside the merge (default:
+            one per core).
 
     Returns:
         A lazy :class:`Stream` of record batches; the merge runs as it is consumed.
@@ -86,7 +91,8 @@ def merge(
     descending = is_descending(sequence_order)
     try:
         sources = as_stream_sources(runs)
-        return _native.merge(sources, keys, sequences, descending, row_kind, spec, algorithm, batch_size)
+        threads = check_threads(threads)
+        return _native.merge(sources, keys, sequences, descending, row_kind, spec, algorithm, batch_size, threads)
     except ValueError as e:
         if isinstance(e, MergeCoreError):
             raise

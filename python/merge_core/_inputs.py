@@ -7,6 +7,7 @@ the Arrow C stream interface without copying.
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -82,17 +83,36 @@ def batches_of(source: Any) -> tuple[pa.Schema, Iterable[pa.RecordBatch]]:
 
 
 def as_stream_sources(runs: Any) -> list[Any]:
-    """Normalises a list of runs; an empty iterable becomes an empty run of the others' schema."""
+    """Normalises a list of runs; an empty iterable becomes an empty run of the others'
+    schema; a path (of a Parquet file, read in Rust) stays a path, as a ``str``."""
     if hasattr(runs, "__arrow_c_stream__") or isinstance(runs, pa.RecordBatch):
         raise InvalidInputError("runs must be a list of runs (got a single table; wrap it in a list)")
-    sources = [as_stream_source(run) for run in runs]
+    if isinstance(runs, (str, os.PathLike)):
+        raise InvalidInputError("runs must be a list of runs (got a single path; wrap it in a list)")
+    sources = [_parquet_path(run) if isinstance(run, (str, os.PathLike)) else as_stream_source(run) for run in runs]
+    if all(s is not None for s in sources):
+        return sources
     schema = next((_schema_of(s) for s in sources if s is not None), None)
     if schema is None:
         return []
     return [pa.RecordBatchReader.from_batches(schema, []) if s is None else s for s in sources]
 
 
+def _parquet_path(path: str | os.PathLike[str]) -> str:
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise InvalidInputError(f"no such file: {path} (a run given as a path is a Parquet file)")
+    return path
+
+
 def _schema_of(source: Any) -> pa.Schema:
+    if isinstance(source, str):
+        import pyarrow.parquet as pq
+
+        try:
+            return pq.read_schema(source)
+        except (OSError, pa.ArrowException) as e:
+            raise InvalidInputError(f"{source}: not a readable Parquet file ({e})") from e
     schema = getattr(source, "schema", None)
     if isinstance(schema, pa.Schema):
         return schema
@@ -116,3 +136,12 @@ def is_descending(sequence_order: str) -> bool:
     if sequence_order not in ("ascending", "descending"):
         raise InvalidInputError(f"sequence_order must be 'ascending' or 'descending', got {sequence_order!r}")
     return sequence_order == "descending"
+
+
+def check_threads(threads: int | None) -> int:
+    """A thread count: a positive integer, or None for one per core."""
+    if threads is None:
+        return os.cpu_count() or 1
+    if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
+        raise InvalidInputError(f"threads must be a positive integer, got {threads!r}")
+    return threads

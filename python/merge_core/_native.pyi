@@ -27,6 +27,7 @@ def merge(
     merge: dict[str, Any],
     algorithm: str,
     batch_size: int,
+    threads: int,
 ) -> Stream: ...
 
 class SortBuffer:

@@ -11,7 +11,8 @@ use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_pyarrow::FromPyArrow;
 use arrow_schema::{ArrowError, Schema, SchemaRef};
 use pyo3::prelude::*;
-use pyo3::types::PyIterator;
+use pyo3::types::{PyIterator, PyString};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::error::invalid;
@@ -26,6 +27,14 @@ pub(crate) fn read_run(obj: &Bound<'_, PyAny>) -> PyResult<Run> {
     let schema: SchemaRef = Arc::new(Schema::from_pyarrow_bound(&obj.getattr("schema")?)?);
     let batches = PyBatches { iterator: obj.getattr("batches")?.try_iter()?.unbind(), number: 0 };
     Ok(Run { schema, batches: Box::new(batches) })
+}
+
+/// The path of a run given as one (a `str` or an `os.PathLike`): a Parquet file.
+pub(crate) fn parquet_path(obj: &Bound<'_, PyAny>) -> PyResult<Option<PathBuf>> {
+    if obj.is_instance_of::<PyString>() || obj.hasattr("__fspath__")? {
+        return Ok(Some(obj.extract()?));
+    }
+    Ok(None)
 }
 
 /// The batches of a Python iterator, converted one at a time with the GIL held.

@@ -17,10 +17,11 @@ use crate::MergeOptions;
 use errors::{guard, to_py_err};
 use stream::PyStream;
 
-/// Merges sorted runs (objects with `__arrow_c_stream__`, or `IterableRun`s) into a lazy stream.
+/// Merges sorted runs (objects with `__arrow_c_stream__`, `IterableRun`s, or paths of
+/// Parquet files, which are decoded ahead on up to `threads` workers) into a lazy stream.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)] // mirrors the Python signature one to one
-#[pyo3(signature = (runs, key, sequence, descending, row_kind, merge, algorithm, batch_size))]
+#[pyo3(signature = (runs, key, sequence, descending, row_kind, merge, algorithm, batch_size, threads))]
 fn merge(
     py: Python<'_>,
     runs: Vec<Bound<'_, PyAny>>,
@@ -31,8 +32,19 @@ fn merge(
     merge: &Bound<'_, PyAny>,
     algorithm: &str,
     batch_size: usize,
+    threads: usize,
 ) -> PyResult<PyStream> {
-    let runs = runs.iter().map(inputs::read_run).collect::<PyResult<Vec<_>>>()?;
+    let prefetch = crate::prefetch::Prefetch::new(threads);
+    let runs = runs
+        .iter()
+        .map(|run| match inputs::parquet_path(run)? {
+            Some(path) => {
+                let file = crate::files::run_of_parquet(path, batch_size).map_err(|e| to_py_err(py, e))?;
+                Ok(prefetch.run(file))
+            }
+            None => inputs::read_run(run),
+        })
+        .collect::<PyResult<Vec<_>>>()?;
     let options = MergeOptions {
         key,
         versions: VersionColumns { sequence, descending, system_sequence: None, row_kind },

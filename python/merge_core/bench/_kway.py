@@ -35,9 +35,19 @@ def write_runs(folder: str, runs: int, rows_per_run: int, seed: int = 11) -> lis
 
 
 def merge_core(paths: list[str], algorithm: str) -> pa.Table:
+    # Paths: decoded in Rust on worker threads, ahead of the merge.
+    return mc.merge(paths, key="k", merge="none", algorithm=algorithm, batch_size=BATCH).read_all()
+
+
+def merge_core_readers(paths: list[str]) -> pa.Table:
     # pyarrow.dataset readers decode ahead on pyarrow's threads while the merge runs.
     readers = [ds.dataset(p, format="parquet").scanner(batch_size=BATCH).to_reader() for p in paths]
-    return mc.merge(readers, key="k", merge="none", algorithm=algorithm, batch_size=BATCH).read_all()
+    return mc.merge(readers, key="k", merge="none", batch_size=BATCH).read_all()
+
+
+def decode_only(paths: list[str]) -> pa.Table:
+    # The floor: the files decoded on every core (pyarrow), not merged.
+    return ds.dataset(paths, format="parquet").to_table()
 
 
 def datafusion(paths: list[str]) -> pa.Table:
@@ -65,8 +75,10 @@ def run(folder: str, runs: int, rows_per_run: int, repeat: int) -> Section:
     peers = [
         Peer("merge-core (LoserTree)", lambda: merge_core(paths, "loser-tree")),
         Peer("merge-core (heap)", lambda: merge_core(paths, "heap")),
+        Peer("merge-core, pyarrow readers", lambda: merge_core_readers(paths)),
         Peer("DataFusion SortPreservingMerge", lambda: datafusion(paths), "datafusion"),
         Peer("Polars merge_sorted", lambda: polars(paths), "polars"),
+        Peer("decode only (pyarrow, no merge)", lambda: decode_only(paths), compared=False),
     ]
     total = runs * rows_per_run
     return Section(
@@ -75,8 +87,10 @@ def run(folder: str, runs: int, rows_per_run: int, repeat: int) -> Section:
         [
             f"{runs} Parquet runs x {rows_per_run:,} rows = {total:,} rows, each sorted by a distinct int64 key,"
             " with an int64 and a string column; every tool reads the files and returns the merged table.",
-            "merge-core reads each run through a `pyarrow.dataset` reader (decoding ahead on pyarrow's threads)"
-            " and merges on one thread.",
+            "merge-core is given the files' paths: each is decoded in Rust on a worker thread, ahead of the merge"
+            " (as many decoding at once as there are cores), and merged on one thread. `pyarrow readers`: the"
+            " same merge fed by `pyarrow.dataset` readers. The floor decodes the files with pyarrow on every"
+            " core and does not merge.",
             "DataFusion: the files registered with `file_sort_order` and one partition per file, so its plan is"
             " SortPreservingMergeExec over the file scans. Polars: a balanced tree of two-way `merge_sorted`.",
         ],

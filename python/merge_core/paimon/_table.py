@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from .. import _native
 from .._filter import DynamicFilter
-from .._inputs import as_stream_source, batches_of, column_names
+from .._inputs import as_stream_source, batches_of, check_threads, column_names
 from .._native import Stream
 from .._options import merge_spec
 from .._paimon_options import PaimonMerge, merge_from_paimon_options, paimon_options
@@ -30,7 +30,7 @@ from ._meta import DataFile, Snapshot, latest_snapshot_id, live_entries, live_fi
 from ._paths import bucket_dir
 from ._plan import SEQUENCE_NUMBER, VALUE_KIND, Plan, Planner, Split
 from ._schema import THIN_MODE, TableSchema, load_schema, schema_ids, schema_json
-from ._write import DataFileWriter, Encoders, TableWrite, bucket_ids, check_threads, conform, remove_data_file
+from ._write import DataFileWriter, Encoders, TableWrite, bucket_ids, conform, remove_data_file
 
 READ_BATCH_ROWS = 64 * 1024
 

@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .. import _native
-from .._inputs import as_stream_source, batches_of
+from .._inputs import as_stream_source, batches_of, check_threads
 from .._paimon_options import PaimonMerge
 from .._sort import _native_options, _reraise
 from ..errors import InternalError, InvalidInputError, TableIOError, UnsupportedFeatureError
@@ -467,15 +467,6 @@ class Encoders:
 
     def __exit__(self, *_: Any) -> None:
         self.close()
-
-
-def check_threads(threads: int | None) -> int:
-    """A thread count: a positive integer, or None for one per core."""
-    if threads is None:
-        return os.cpu_count() or 1
-    if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
-        raise InvalidInputError(f"threads must be a positive integer, got {threads!r}")
-    return threads
 
 
 def _dictionary_columns(schema: TableSchema, file_schema: pa.Schema) -> list[str] | bool:
