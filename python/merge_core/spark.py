@@ -441,7 +441,8 @@ def write(
         if first is None:
             return
         rows = (b.drop_columns([BUCKET_COLUMN]) for b in _chain(first, batches))
-        with Table.open(path).new_write(row_kind, memory_limit) as writer:
+        # the sort, and one thread encoding files beside it (Spark runs a task per core)
+        with Table.open(path).new_write(row_kind, memory_limit, threads=2) as writer:
             writer.write(rows)
             messages = writer.prepare_commit()
         yield pa.record_batch({"message": pa.array([pickle.dumps(m) for m in messages], pa.binary())})
@@ -471,7 +472,8 @@ def compact(spark: SparkSession, table: Table | str | os.PathLike[str], full: bo
     def compact_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         opened = Table.open(path)
         for batch in batches:
-            done = [pickle.dumps(opened.compact_bucket(pickle.loads(t))) for t in batch.column("task").to_pylist()]
+            tasks = [pickle.loads(t) for t in batch.column("task").to_pylist()]
+            done = [pickle.dumps(opened.compact_bucket(t, threads=2)) for t in tasks]
             yield pa.record_batch({"message": pa.array(done, pa.binary())})
 
     blobs = [(i, pickle.dumps(t)) for i, t in enumerate(tasks)]
