@@ -3,7 +3,8 @@
 //! outputs follow one another, in order.
 //!
 //! Up to `threads` groups are merged at once, each on its own thread, handing batches
-//! over a [`Handoff`]. A group merged ahead of its turn may buffer its output up to a share
+//! over a [`Handoff`]; with fewer groups than threads, the spare ones decode the groups'
+//! runs ahead of their merges ([`crate::prefetch`]). A group merged ahead of its turn may buffer its output up to a share
 //! of [`READ_AHEAD_BYTES`]: enough that its worker rarely waits for the reader to finish the
 //! groups before it (which left a core idle), while memory stays bounded.
 //! A worker stops when its receiver is dropped (with the stream, or at its first error); it is
@@ -20,6 +21,7 @@ use arrow_schema::{Schema, SchemaRef};
 use crate::builder::OutputColumns;
 use crate::error::{invalid, MergeError, Result};
 use crate::fold::Folder;
+use crate::prefetch::Prefetch;
 use crate::run::{Layout, Run};
 use crate::stream::{
     merge_runs_into, output_schema, BatchSource, MergeOptions, MergeStream, SharedStats, UntilError,
@@ -47,10 +49,14 @@ pub fn merge_groups(schema: SchemaRef, groups: Vec<Vec<Run>>, options: GroupOpti
     let merged_schema = output_schema(&layout, &Folder::new(merge.merge.clone(), &layout)?);
     let output = OutputColumns::select(merged_schema, merge.columns.as_deref())?.schema;
     let stats = Arc::new(SharedStats::default());
+    let threads = options.threads.max(1);
+    // Cores no group would use decode the groups' runs ahead of their merges instead.
+    let spare = threads.saturating_sub(groups.len());
     let batches = Groups {
+        prefetch: (spare > 0).then(|| Prefetch::new(spare)),
         pending: groups.into(),
         in_flight: VecDeque::new(),
-        threads: options.threads.max(1),
+        threads,
         merge: options.merge,
         output: output.clone(),
         stats: stats.clone(),
@@ -60,6 +66,8 @@ pub fn merge_groups(schema: SchemaRef, groups: Vec<Vec<Run>>, options: GroupOpti
 
 struct Groups {
     pending: VecDeque<Vec<Run>>,
+    /// Decodes the runs of a group ahead of its merge (only with fewer groups than threads).
+    prefetch: Option<Prefetch>,
     /// The outputs of the groups being merged, oldest first.
     in_flight: VecDeque<Receiver>,
     threads: usize,
@@ -87,6 +95,10 @@ impl BatchSource for Groups {
 impl Groups {
     /// Merges one group on a worker thread; its batches (or its error) come over the channel.
     fn start(&self, runs: Vec<Run>) -> Receiver {
+        let runs = match &self.prefetch {
+            Some(prefetch) => runs.into_iter().map(|run| prefetch.run(run)).collect(),
+            None => runs,
+        };
         let (sender, receiver) = handoff(READ_AHEAD_BYTES / self.threads);
         let (merge, stats, declared) = (self.merge.clone(), self.stats.clone(), self.output.clone());
         std::thread::spawn(move || {
