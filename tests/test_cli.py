@@ -394,3 +394,11 @@ def test_outputs_are_written_whole_or_not_at_all(tmp_path):
     same = run("sort", str(good), "-k", "id", "-o", str(good))
     assert same.returncode == 2 and "also an input" in same.stderr
     assert pq.read_table(good).column("id").to_pylist() == [1, 2]
+
+
+def test_the_command_line_starts_without_importing_pandas():
+    """pandas takes a quarter of a second to import; `merge-core --help` must not pay it
+    (an Arrow array built at import time, in any module, imports it)."""
+    code = "import sys, merge_core.cli; print('pandas' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -42,8 +42,8 @@ KEY_PREFIX = "_KEY_"
 KEY_FIELD_ID = (1 << 30) - 1  # a key column's id: this plus its field's id
 SEQUENCE_FIELD_ID = (1 << 31) - 2
 KIND_FIELD_ID = (1 << 31) - 3
-KIND_NAMES = pa.array(["+I", "-U", "+U", "-D"])
-RETRACT_CODES = pa.array([1, 3], pa.int8())
+KIND_NAMES = ["+I", "-U", "+U", "-D"]  # (Python lists: an Arrow array made at import imports pandas)
+RETRACT_CODES = [1, 3]
 SORT_BATCH_ROWS = 64 * 1024
 ROW_GROUP_ROWS = 128 * 1024
 
@@ -305,7 +305,7 @@ class DataFileWriter:
             sequence = pa.array(np.arange(self.next_sequence, self.next_sequence + n, dtype=np.int64))
             self.next_sequence += n
         kinds = batch.column(VALUE_KIND) if VALUE_KIND in names else pa.array(np.zeros(n, np.int8))
-        self.retracts += pc.sum(pc.is_in(kinds, RETRACT_CODES)).as_py() or 0
+        self.retracts += pc.sum(pc.is_in(kinds, pa.array(RETRACT_CODES, pa.int8()))).as_py() or 0
         columns = [
             *(batch.column(k) for k in self.keys if not self.schema.thin_mode),
             sequence,
@@ -654,7 +654,7 @@ def _same_nested(source: pa.DataType, target: pa.DataType) -> bool:
 def kind_codes(column: pa.Array) -> pa.Array:
     """Row kinds (``+I``, ``-U``, ``+U``, ``-D`` or codes 0..3) as int8 codes."""
     if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
-        codes = pc.index_in(column, value_set=KIND_NAMES)
+        codes = pc.index_in(column, value_set=pa.array(KIND_NAMES))
     elif pa.types.is_integer(column.type):
         codes = column
     else:
