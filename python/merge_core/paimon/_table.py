@@ -27,7 +27,7 @@ from ._commit import CommitMessage, Committer, summary
 from ._compact import CompactTask, compaction_tasks
 from ._expire import expire_snapshots
 from ._meta import DataFile, Snapshot, latest_snapshot_id, live_entries, live_files, snapshot_ids, write_new
-from ._paths import bucket_dir
+from ._paths import bucket_dir, table_root
 from ._plan import SEQUENCE_NUMBER, VALUE_KIND, Plan, Planner, Split
 from ._schema import THIN_MODE, TableSchema, load_schema, schema_ids, schema_json
 from ._write import DataFileWriter, Encoders, TableWrite, bucket_ids, conform, remove_data_file
@@ -92,11 +92,12 @@ class Table:
             sequence_order: ``"descending"`` makes a lower sequence value newer.
             options: further Paimon table options, passed through.
         """
-        return cls(*_create(Path(path), schema, key, partition_by, buckets, merge, sequence, sequence_order, options))
+        root = table_root(path)
+        return cls(*_create(root, schema, key, partition_by, buckets, merge, sequence, sequence_order, options))
 
     @classmethod
     def open(cls, path: str | os.PathLike[str]) -> Table:
-        root = Path(path)
+        root = table_root(path)
         ids = schema_ids(root)
         if not ids:
             raise TableNotFoundError(f"no Paimon table at {root} (it has no schema/schema-N file)")
