@@ -179,10 +179,11 @@ def check_spill_dir(path: str | None) -> None:
 # -- output ---------------------------------------------------------------------------
 
 
-def write_stream(stream: mc.Stream, out: str, progress: Progress | None = None) -> int:
+def write_stream(stream: mc.Stream, out: str, progress: Progress | None = None, count_input: bool = False) -> int:
     """Writes ``stream`` to the Parquet file ``out`` whole or not at all: into a temporary
     file beside it, renamed over ``out`` only once every row is written (a failed or
-    interrupted run leaves ``out`` as it was and no temporary file)."""
+    interrupted run leaves ``out`` as it was and no temporary file). ``progress`` counts
+    the rows written, or with ``count_input`` the rows the stream has taken in."""
     folder, name = os.path.split(os.path.abspath(out))
     temporary = os.path.join(folder, f".{name}.{uuid.uuid4().hex}.tmp")
     rows = 0
@@ -192,7 +193,7 @@ def write_stream(stream: mc.Stream, out: str, progress: Progress | None = None) 
                 writer.write_batch(batch)
                 rows += batch.num_rows
                 if progress is not None:
-                    progress.advance(batch.num_rows)
+                    progress.advance(stream.stats["rows_in"] - progress.done if count_input else batch.num_rows)
         os.replace(temporary, out)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -89,9 +89,11 @@ def cmd_merge(args: argparse.Namespace) -> int:
     total = sum(f.metadata.num_rows for _, f in files)
     with Progress() as progress:
         progress.phase("merging", total)
-        runs = [parquet_batches(f, progress) for _, f in files]
-        stream = mc.merge(runs, key=args.key, merge=merge, algorithm=args.algorithm)
-        rows = write_stream(stream, args.output)
+        # Paths: the files are decoded in Rust, ahead of the merge; progress counts the
+        # input rows the merge has taken in.
+        runs = [path for path, _ in files]
+        stream = mc.merge(runs, key=args.key, merge=merge, algorithm=args.algorithm, batch_size=65536)
+        rows = write_stream(stream, args.output, progress, count_input=True)
         seconds = progress.elapsed()
     summary("merge", seconds, stream.stats, rows, args.output)
     return 0
