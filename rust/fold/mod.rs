@@ -304,11 +304,29 @@ impl Folder {
     }
 
     /// Folds one key group (in version order) into `out`.
+    #[inline(always)]
     pub(crate) fn fold(&self, group: &[RowRef], store: &BatchStore, out: &mut OutputBuilder) -> Result<()> {
-        if let Engine::None = self.engine {
-            group.iter().for_each(|&r| out.push(r, store.kind(r)));
-            return Ok(());
+        // The common cases, small enough to inline into the merge loop: most groups are
+        // one row, and a call into the whole fold cost as much as what it did for them.
+        match (&self.engine, group) {
+            (Engine::None, _) => {
+                group.iter().for_each(|&r| out.push(r, store.kind(r)));
+                Ok(())
+            }
+            (Engine::Deduplicate | Engine::FirstRow, &[single]) if !self.ignore_delete => {
+                match store.kind(single).is_retract() {
+                    false => out.push(single, RowKind::Insert),
+                    true if self.keep_deletes => out.push(single, RowKind::Delete),
+                    true => {}
+                }
+                Ok(())
+            }
+            _ => self.fold_group(group, store, out),
         }
+    }
+
+    #[inline(never)]
+    fn fold_group(&self, group: &[RowRef], store: &BatchStore, out: &mut OutputBuilder) -> Result<()> {
         let adds: Vec<RowRef>;
         let rows = if self.ignore_delete && group.iter().any(|&r| store.kind(r).is_retract()) {
             adds = group.iter().copied().filter(|&r| !store.kind(r).is_retract()).collect();
