@@ -36,12 +36,6 @@ impl Prefetch {
     }
 }
 
-/// The runs, each decoded ahead on its own worker, at most `threads` decoding at once.
-pub fn prefetch(runs: Vec<Run>, threads: usize) -> Vec<Run> {
-    let prefetch = Prefetch::new(threads);
-    runs.into_iter().map(|run| prefetch.run(run)).collect()
-}
-
 fn ahead(run: Run, permits: Arc<Permits>) -> Run {
     let (sender, receiver) = sync_channel(QUEUE_BATCHES);
     let Run { schema, mut batches } = run;
@@ -137,6 +131,11 @@ mod tests {
     fn batch(values: Vec<i64>) -> RecordBatch {
         let schema = Arc::new(Schema::new(vec![Field::new("k", DataType::Int64, false)]));
         RecordBatch::try_new(schema, vec![Arc::new(Int64Array::from(values))]).unwrap()
+    }
+
+    fn prefetch(runs: Vec<Run>, threads: usize) -> Vec<Run> {
+        let prefetch = Prefetch::new(threads);
+        runs.into_iter().map(|run| prefetch.run(run)).collect()
     }
 
     fn values(run: Run) -> Vec<Result<Vec<i64>, String>> {

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
@@ -292,19 +292,15 @@ class Table:
         tasks = self.plan_compaction(full)
         workers = max(1, min(threads, len(tasks)))
         each = max(1, threads // workers)  # a lone bucket's file is encoded beside its merge
-        messages: list[CommitMessage] = []
         with ThreadPoolExecutor(workers, "merge-core-compact") as pool:
             running = [pool.submit(self.compact_bucket, task, each) for task in tasks]
             try:
-                for future in running:
-                    messages.append(future.result())
+                messages = [future.result() for future in running]
             except BaseException:
                 for future in running:
                     future.cancel()
-                for future in running:  # every file written goes, whichever task failed
-                    if not future.cancelled() and future.exception() is None and future.result() not in messages:
-                        messages.append(future.result())
-                self.abort(messages)
+                wait(running)  # every file written goes, whichever task failed
+                self.abort([f.result() for f in running if not f.cancelled() and f.exception() is None])
                 raise
         snapshot = self.commit(messages) if messages else latest_snapshot_id(self._root)
         return summary(snapshot, messages, compaction=True)
