@@ -282,5 +282,5 @@ def test_cli_reads_and_describes_a_paimon_table(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "read snapshot 4" in done.stdout
     assert rows(pq.read_table(out)) == {r for r in EXPECTED["pk_table_scan_and_read_mor"][4] if r[1] == 10}
-    info = subprocess.run([str(cli), "table", "info", str(path)], capture_output=True, text=True)
+    info = subprocess.run([str(cli), "table", "info", str(path), "--json"], capture_output=True, text=True)
     assert info.returncode == 0 and json.loads(info.stdout)["format"] == "paimon"
