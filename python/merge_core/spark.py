@@ -97,34 +97,40 @@ class SparkWorkerError(MergeCoreError):
     start): raised on the driver before any job of merge-core's runs."""
 
 
-_CHECKED_CONTEXTS: set[str] = set()
+_CHECKED_APPLICATIONS: set[str] = set()
 
 
 def check_workers(spark: SparkSession) -> None:
     """Fails fast, on the driver and in one line, if Spark's Python workers cannot import
     ``merge_core`` (a plain ``SparkSession`` started by a Python whose workers run another
-    interpreter). One tiny job, once per SparkContext; every merge-core Spark function
-    calls it first."""
-    context = spark.sparkContext
-    if context.applicationId in _CHECKED_CONTEXTS:
+    interpreter). One tiny job, once per application; every merge-core Spark function
+    calls it first. A ``mapInArrow`` job, as the functions themselves run, so it works
+    for Spark Connect sessions too."""
+    application = spark.conf.get("spark.app.id")
+    if application in _CHECKED_APPLICATIONS:
         return
 
-    def probe(_: Any) -> str:  # defined here, so it is shipped by value and needs no import
+    def probe(batches: Iterator[Any]) -> Iterator[Any]:  # defined here: shipped by value, needs no import
         import sys
 
+        import pyarrow
+
+        problem = ""
         try:
             import merge_core  # noqa: F401
         except Exception as e:
-            return f"{type(e).__name__}: {e} (worker Python: {sys.executable})"
-        return ""
+            problem = f"{type(e).__name__}: {e} (worker Python: {sys.executable})"
+        for _ in batches:
+            pass
+        yield pyarrow.record_batch({"problem": [problem]})
 
     hint = (
         "start Spark with merge_core.spark.local_session(), or set PYSPARK_PYTHON (spark.pyspark.python) to a"
         " Python that has merge-core installed"
     )
     try:
-        with _quiet_logs(context):
-            answer = context.parallelize([0], 1).map(probe).collect()[0]
+        with _quiet_logs(spark):
+            answer = spark.range(1, numPartitions=1).mapInArrow(probe, "problem string").collect()[0].problem
     except Exception as e:
         text = str(e)
         found = re.search(r"\b(\w+(?:Error|Exception): [^\n]+)", text.split("\n", 1)[-1])
@@ -134,7 +140,29 @@ def check_workers(spark: SparkSession) -> None:
         ) from None
     if answer:
         raise SparkWorkerError(f"Spark's Python workers cannot import merge_core ({answer}); {hint}")
-    _CHECKED_CONTEXTS.add(context.applicationId)
+    _CHECKED_APPLICATIONS.add(application)
+
+
+def _is_connect(spark: SparkSession) -> bool:
+    """A Spark Connect session: a client of a remote driver, without a SparkContext."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def _parallelism(spark: SparkSession) -> int:
+    """How many tasks to run when the caller does not say: the cluster's cores, or, for a
+    Connect client (which cannot see them), the session's shuffle partitions."""
+    if _is_connect(spark):
+        return int(spark.conf.get("spark.sql.shuffle.partitions"))
+    return spark.sparkContext.defaultParallelism
+
+
+def _one_task_each(spark: SparkSession, rows: list[tuple], schema: str) -> DataFrame:
+    """A DataFrame of ``rows`` in one partition per row (the driver's planned tasks). A
+    Connect client has no SparkContext to parallelize with: its rows are spread round
+    robin, which may put two in one task (each task runs every row it gets)."""
+    if _is_connect(spark):
+        return spark.createDataFrame(rows, schema).repartition(len(rows))
+    return spark.sparkContext.parallelize(rows, len(rows)).toDF(schema)
 
 
 @contextlib.contextmanager
@@ -158,9 +186,14 @@ def _output_to(log: str | os.PathLike[str]) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _quiet_logs(context: Any) -> Iterator[None]:
+def _quiet_logs(spark: SparkSession) -> Iterator[None]:
     """Spark logs nothing inside the block (a failing probe would log its task's stack
-    trace), then logs at the level it had, when that can be read."""
+    trace), then logs at the level it had, when that can be read (not from a Connect
+    client: its server's logs are the server's)."""
+    if _is_connect(spark):
+        yield
+        return
+    context = spark.sparkContext
     try:
         root = context._jvm.org.apache.logging.log4j.LogManager.getRootLogger()
         level = root.getLevel().toString()
@@ -199,7 +232,7 @@ def upsert(
     columns = _check_versions([list(df.columns) for df in versions], keys, null_strings)
     check_workers(versions[0].sparkSession)
     union = _tagged_union(versions, columns, null_strings)
-    partitions = num_partitions or union.sparkSession.sparkContext.defaultParallelism
+    partitions = num_partitions or _parallelism(union.sparkSession)
     shuffled = union.repartition(partitions, *keys)
     output = _output_schema(versions[0].select(*columns).schema, keys, merge)
 
@@ -257,7 +290,7 @@ def upsert_files(
                 )
     if os.path.exists(output) and (not os.path.isdir(output) or os.listdir(output)):
         raise InvalidInputError(f"output {output} exists and is not an empty folder")
-    buckets = buckets or spark.sparkContext.defaultParallelism
+    buckets = buckets or _parallelism(spark)
     if buckets < 1:
         raise InvalidInputError(f"buckets must be at least 1, got {buckets}")
     check_workers(spark)
@@ -447,7 +480,7 @@ def write(
             messages = writer.prepare_commit()
         yield pa.record_batch({"message": pa.array([pickle.dumps(m) for m in messages], pa.binary())})
 
-    partitions = num_partitions or df.sparkSession.sparkContext.defaultParallelism
+    partitions = num_partitions or _parallelism(df.sparkSession)
     staged = df.mapInArrow(bucket_task, buckets_schema).repartition(partitions, *table.partition_by, BUCKET_COLUMN)
     sent = staged.mapInArrow(write_task, StructType([StructField("message", BinaryType(), False)])).collect()
     messages = [pickle.loads(row.message) for row in sent]
@@ -477,7 +510,7 @@ def compact(spark: SparkSession, table: Table | str | os.PathLike[str], full: bo
             yield pa.record_batch({"message": pa.array(done, pa.binary())})
 
     blobs = [(i, pickle.dumps(t)) for i, t in enumerate(tasks)]
-    task_df = spark.sparkContext.parallelize(blobs, len(blobs)).toDF("i int, task binary")
+    task_df = _one_task_each(spark, blobs, "i int, task binary")
     sent = task_df.mapInArrow(compact_task, StructType([StructField("message", BinaryType(), False)])).collect()
     messages = [pickle.loads(row.message) for row in sent]
     return summary(table.commit(messages), messages, compaction=True)
@@ -518,7 +551,7 @@ def read(
         return spark.createDataFrame([], spark_schema)
     check_workers(spark)
     tasks = [(i, pickle.dumps(s)) for i, s in enumerate(splits)]
-    task_df = spark.sparkContext.parallelize(tasks, len(tasks)).toDF("task int, split binary")
+    task_df = _one_task_each(spark, tasks, "task int, split binary")
     return task_df.mapInArrow(read_task, spark_schema)
 
 
