@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 
 import merge_core as mc
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -87,11 +88,13 @@ def test_upsert_files_equals_duckdb_and_leaves_only_parts(spark, contest_files, 
     want = duckdb_upsert([pq.read_table(p) for p in contest_files])
     assert got.column_names == contest.SCHEMA.names
     assert sorted_rows(got) == want
-    assert counts == {
-        "rows_in": sum(pq.ParquetFile(p).metadata.num_rows for p in contest_files),
+    rows_in = sum(pq.ParquetFile(p).metadata.num_rows for p in contest_files)
+    assert {k: counts[k] for k in ("rows_in", "rows_out", "buckets")} == {
+        "rows_in": rows_in,
         "rows_out": len(want),
         "buckets": 3,
     }
+    assert counts["bytes_read"] == counts["input_bytes"] > 0  # unsorted: bucketed by a first stage, read once
     # Each key is written by exactly one bucket's task.
     parts = [set(pq.read_table(out / name).column("uuid").to_pylist()) for name in sorted(os.listdir(out))]
     assert sum(len(p) for p in parts) == len(set().union(*parts))
@@ -115,6 +118,25 @@ def test_upsert_files_matches_the_shuffle_pipeline(spark, tmp_path):
         {"a": 2, "b": "x", "n": 3},
         {"a": 2, "b": "z", "n": 20},
     ]
+
+
+@pytest.mark.parametrize("shuffled", [False, True], ids=["sorted", "unsorted"])
+def test_upsert_files_reads_each_input_byte_once(spark, tmp_path, shuffled):
+    """Sorted inputs are split by key range (most row groups read by the task of their
+    range), unsorted ones bucketed by a first stage: at 8 and 64 buckets, the tasks read
+    what a full read of the inputs reads, at most 1.1 times (here exactly once)."""
+    from test_upsert_files_plan import newest, sorted_versions, write_versions
+
+    rng = np.random.default_rng(6)
+    versions = [t.take(rng.permutation(t.num_rows)) if shuffled else t for t in sorted_versions()]
+    paths = write_versions(tmp_path, versions)
+    for buckets in (8, 64):
+        out = tmp_path / f"out-{buckets}"
+        counts = mcs.upsert_files(spark, paths, str(out), key="s", buckets=buckets)
+        assert pq.read_table(out).sort_by("k").equals(newest(versions))
+        assert counts["rows_in"] == sum(t.num_rows for t in versions) and len(os.listdir(out)) == buckets
+        assert counts["bytes_read"] / counts["input_bytes"] <= 1.1, counts
+        assert (counts["exchanged_bytes"] < counts["input_bytes"]) != shuffled, counts
 
 
 def test_upsert_files_bad_inputs(spark, tmp_path):

@@ -30,10 +30,9 @@ from collections.abc import Iterable, Iterator, Sequence
 from functools import reduce
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from . import _upsert_files
 from ._filter import DynamicFilter
 from ._inputs import column_names
 from ._options import Deduplicate, FirstRow, MergeSpec
@@ -264,15 +263,20 @@ def upsert_files(
     """Upsert versioned Parquet files (oldest first) into Parquet files in ``output``,
     folding with ``merge`` as :func:`upsert` does, without a Spark shuffle.
 
-    Spark only schedules: each task owns key buckets (a key's bucket is a hash computed
-    in Rust) and, for each, reads every input itself, keeps its bucket's rows, folds them
+    Spark only schedules; each input byte is read once (see ``_upsert_files``). The driver
+    reads the footers and gives each of ``buckets`` tasks (default: the session's
+    parallelism) a key range when the inputs are sorted by a single key with statistics,
+    or a hash bucket of the keys otherwise. A task reads the row groups lying inside its
+    range; the other row groups (all of them with hash buckets) are read once by a first
+    stage that writes each row into its task's exchange file. Each task folds its rows
     through a :class:`~merge_core.SortBuffer` ordered by (key, version) and writes
-    ``part-NNNNN.parquet``. No row passes through the JVM. Parts are written to a staging
-    folder and moved into ``output`` (which must be new or empty) once every task has
-    succeeded, so a failed job leaves no partial output. ``inputs`` and ``output`` must be
-    at the same paths on the driver and every executor (local mode, or a shared file
-    system). Each bucket reads all inputs, so I/O grows with ``buckets`` (default: the
-    session's parallelism). Returns counts: ``rows_in``, ``rows_out``, ``buckets``.
+    ``part-NNNNN.parquet``. No row passes through the JVM. Parts and exchange files are
+    written to a staging folder; the parts are moved into ``output`` (which must be new or
+    empty) once every task has succeeded, so a failed job leaves no partial output.
+    ``inputs`` and ``output`` must be at the same paths on the driver and every executor
+    (local mode, or a shared file system). Returns counts: ``rows_in``, ``rows_out``,
+    ``buckets``, ``input_bytes`` (the inputs' column chunks), ``bytes_read`` (what the
+    tasks read from the inputs) and ``exchanged_bytes`` (the exchange files written).
     """
     import pyarrow.parquet as pq
     from pyspark.sql.types import LongType, StructField, StructType
@@ -298,42 +302,51 @@ def upsert_files(
     os.makedirs(staging)
     schema = pa.schema([schemas[0].field(c) for c in columns])
     tagged_schema = schema.append(pa.field(VERSION_COLUMN, pa.int32(), False))
+    plan = _upsert_files.plan(list(inputs), columns, keys, tagged_schema, null_strings, buckets)
+    exchange = os.path.join(staging, "_exchange")
 
-    def upsert_bucket(bucket: int) -> tuple[int, int]:
-        from . import _native
-        from .contest import null_strings_as_null
+    def exchange_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            # its rows are counted by the buckets that fold them
+            counts = [
+                {"rows_in": 0, "rows_out": 0, **_upsert_files.exchange(plan, t, exchange)}
+                for t in batch.column(0).to_pylist()
+            ]
+            yield pa.RecordBatch.from_pylist(counts, counts_schema)
 
-        buffer, rows_in = _versions_buffer(tagged_schema, keys, row_kind, merge, memory_limit), 0
+    def upsert_bucket(bucket: int) -> dict[str, int]:
+        reader = _upsert_files.Reader(plan)
+        buffer, rows_in, rows_out = _versions_buffer(tagged_schema, keys, row_kind, merge, memory_limit), 0, 0
         with buffer:
-            for version, path in enumerate(inputs):
-                for batch in pq.ParquetFile(path).iter_batches(batch_size=65536, columns=columns):
-                    batch = batch.select(columns)
-                    mine = batch.filter(pc.equal(_native.bucket_ids(batch, keys, buckets), bucket))
-                    if version > 0 and null_strings:
-                        mine = null_strings_as_null(mine, null_strings)
-                    tag = pa.array(np.full(mine.num_rows, version, np.int32))
-                    buffer.write(pa.RecordBatch.from_arrays([*mine.columns, tag], schema=tagged_schema))
-                    rows_in += mine.num_rows
-            rows_out = 0
+            for batch in _upsert_files.destination_rows(plan, bucket, exchange, reader):
+                buffer.write(batch)
+                rows_in += batch.num_rows
             with pq.ParquetWriter(os.path.join(staging, f"part-{bucket:05d}.parquet"), schema) as writer:
                 for batch in buffer.finish():
                     writer.write_batch(batch.select(columns))
                     rows_out += batch.num_rows
-        return rows_in, rows_out
+        return {"rows_in": rows_in, "rows_out": rows_out, "bytes_read": reader.bytes_read, "exchanged_bytes": 0}
 
     def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            counts = [upsert_bucket(b) for b in batch.column(0).to_pylist()]
-            yield pa.record_batch({"rows_in": [c[0] for c in counts], "rows_out": [c[1] for c in counts]})
+            yield pa.RecordBatch.from_pylist([upsert_bucket(b) for b in batch.column(0).to_pylist()], counts_schema)
 
-    counts_schema = StructType([StructField("rows_in", LongType()), StructField("rows_out", LongType())])
+    names = ["rows_in", "rows_out", "bytes_read", "exchanged_bytes"]
+    counts_schema = pa.schema([pa.field(name, pa.int64()) for name in names])
+    spark_counts = StructType([StructField(name, LongType()) for name in names])
     try:
-        counts = spark.range(buckets, numPartitions=buckets).mapInArrow(task, counts_schema).collect()
+        rows = []
+        if plan.exchanged:  # the first stage: row groups that no single task owns, read once
+            stage = len(plan.exchanged)
+            rows += spark.range(stage, numPartitions=stage).mapInArrow(exchange_task, spark_counts).collect()
+        rows += spark.range(buckets, numPartitions=buckets).mapInArrow(task, spark_counts).collect()
         for name in sorted(os.listdir(staging)):
-            os.replace(os.path.join(staging, name), os.path.join(output, name))
+            if name.startswith("part-"):
+                os.replace(os.path.join(staging, name), os.path.join(output, name))
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return {"rows_in": sum(r.rows_in for r in counts), "rows_out": sum(r.rows_out for r in counts), "buckets": buckets}
+    counts = {name: sum(getattr(r, name) for r in rows) for name in names}
+    return {**counts, "buckets": buckets, "input_bytes": plan.input_bytes}
 
 
 def sort_within_partitions(df: DataFrame, key: str | Iterable[str], memory_limit: int | str = "256MiB") -> DataFrame:
