@@ -19,3 +19,9 @@ def spark():
     session = mcs.local_session("local[2]", "merge-core-tests", **{"spark.sql.shuffle.partitions": "2"})
     yield session
     session.stop()
+
+
+def pytest_collection_modifyitems(items):
+    """The cluster tests run last: their driver stops the local session of the other Spark
+    tests (a process has one SparkContext), which nothing starts again."""
+    items.sort(key=lambda item: item.get_closest_marker("cluster") is not None)

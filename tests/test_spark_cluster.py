@@ -1,0 +1,174 @@
+"""merge_core.spark on a real cluster: a standalone master and two one-core workers, each a
+JVM of its own on 127.0.0.1, whose executors run the Python environment that docs/spark.md
+packs and Spark ships as an archive (never the driver's venv); and a Spark Connect server
+on that cluster serving a client in another process. Results are checked against the
+same oracles as local mode's tests: DuckDB SQL and tables written without Spark.
+
+Run alone with ``pytest -m cluster``."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import merge_core as mc
+import pyarrow.parquet as pq
+import pytest
+
+pytest.importorskip("pyspark")
+import merge_core.spark as mcs  # noqa: E402
+import spark_cluster  # noqa: E402
+from merge_core import contest  # noqa: E402
+from test_contest_semantics import duckdb_upsert  # noqa: E402
+from test_spark_table import SCHEMA, rows, sales  # noqa: E402
+
+pytestmark = pytest.mark.cluster
+
+EXECUTOR_PYTHON = "./env/bin/python"
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("cluster")
+
+
+@pytest.fixture(scope="module")
+def archive(folder) -> Path:
+    return spark_cluster.pack_environment(folder / "pack")
+
+
+@pytest.fixture(scope="module")
+def master(folder) -> str:
+    with spark_cluster.standalone_cluster(folder / "cluster", workers=2) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def cluster_spark(master, archive):
+    """The driver in this process, its executors on the two workers. The local session of
+    the other Spark tests is stopped first (one SparkContext per process): conftest runs
+    these tests last."""
+    from pyspark import SparkContext
+
+    if SparkContext._active_spark_context is not None:
+        SparkContext._active_spark_context.stop()
+    saved = os.environ.get("PYSPARK_PYTHON")
+    os.environ["PYSPARK_PYTHON"] = EXECUTOR_PYTHON
+    settings = {
+        "spark.archives": f"{archive}#env",
+        "spark.sql.shuffle.partitions": "2",
+        "spark.executor.memory": "1g",
+    }
+    session = mcs.local_session(master, "merge-core-cluster-tests", **settings)
+    try:
+        _wait_for_executors(session, 2)
+        yield session
+    finally:
+        session.stop()
+        if saved is None:
+            os.environ.pop("PYSPARK_PYTHON", None)
+        else:
+            os.environ["PYSPARK_PYTHON"] = saved
+
+
+def _wait_for_executors(session, count: int, timeout: float = 120) -> None:
+    status = session.sparkContext._jsc.sc().getExecutorMemoryStatus()
+    deadline = time.monotonic() + timeout
+    while status.size() < count + 1:  # the driver counts as one
+        assert time.monotonic() < deadline, f"{status.size() - 1} of {count} executors registered"
+        time.sleep(0.5)
+        status = session.sparkContext._jsc.sc().getExecutorMemoryStatus()
+
+
+@pytest.fixture(scope="module")
+def contest_files(folder):
+    return contest.generate(str(folder / "contest"), rows=4000, increments=3, seed=11)
+
+
+def test_python_workers_run_from_the_shipped_archive(cluster_spark, folder):
+    def where_python_runs(_):  # defined here, so it is shipped by value
+        import json
+        import os
+        import sys
+
+        import merge_core
+
+        yield json.dumps([sys.executable, merge_core.__file__, os.getcwd()])
+
+    found = cluster_spark.sparkContext.parallelize(range(8), 8).mapPartitions(where_python_runs).collect()
+    driver_venv = Path(sys.prefix).resolve()
+    executors = set()
+    for executable, module, cwd in map(json.loads, found):
+        env = Path(cwd) / "env"
+        assert Path(executable).resolve().is_relative_to(env.resolve()) or Path(executable).parent.parent == env
+        assert Path(module).resolve().is_relative_to(env.resolve()), module
+        assert not Path(module).resolve().is_relative_to(driver_venv)
+        assert Path(cwd).is_relative_to(folder / "cluster"), cwd
+        executors.add(Path(cwd).relative_to(folder / "cluster").parts[0])
+    assert executors == {"worker-0", "worker-1"}, "both workers ran tasks"
+
+
+def test_upsert_on_the_cluster_equals_duckdb(cluster_spark, contest_files):
+    versions = [cluster_spark.read.parquet(p) for p in contest_files]
+    got = mcs.upsert(versions, key="uuid", num_partitions=4, **mcs.CONTEST).toArrow()
+    assert got.sort_by("uuid").to_pylist() == duckdb_upsert([pq.read_table(p) for p in contest_files])
+
+
+def test_upsert_files_on_the_cluster_equals_duckdb(cluster_spark, contest_files, tmp_path):
+    out = tmp_path / "out"
+    counts = mcs.upsert_files(cluster_spark, contest_files, str(out), key="uuid", buckets=4, **mcs.CONTEST)
+    want = duckdb_upsert([pq.read_table(p) for p in contest_files])
+    assert pq.read_table(out).sort_by("uuid").to_pylist() == want
+    assert counts["rows_out"] == len(want)
+
+
+def test_sort_within_partitions_on_the_cluster(cluster_spark):
+    keys = [i * 7919 % 5000 for i in range(5000)]
+    df = cluster_spark.createDataFrame([(k, i) for i, k in enumerate(keys)], "k long, i long").repartition(4)
+    partitions = mcs.sort_within_partitions(df, "k", memory_limit="64KiB").rdd.glom().collect()
+    assert [[r.k for r in p] for p in partitions] == [sorted(r.k for r in p) for p in partitions]
+    assert sorted(r.k for p in partitions for r in p) == sorted(keys)
+
+
+def test_table_write_compact_read_on_the_cluster_equal_local(cluster_spark, tmp_path):
+    options = {"key": "id", "partition_by": "sold", "buckets": 3, "merge": "partial-update"}
+    local = mc.Table.create(tmp_path / "local", SCHEMA, **options)
+    remote = mc.Table.create(tmp_path / "cluster", SCHEMA, **options)
+    for version, (n, offset) in enumerate([(400, 0), (300, 200), (50, 380)]):
+        data = sales(n, offset, version)
+        local.write(data)
+        assert mcs.write(cluster_spark.createDataFrame(data.to_pandas()), remote)["snapshot"] == version + 1
+    assert mcs.compact(cluster_spark, remote, full=True)["files_written"] > 0
+    expected = rows(local.read().read_all())
+    assert rows(remote.read().read_all()) == expected
+    assert rows(mcs.read(cluster_spark, remote).toArrow().cast(SCHEMA)) == expected
+
+
+def test_upsert_through_spark_connect(master, archive, folder, contest_files, tmp_path):
+    """A Connect client in another process (a Connect session changes the process's
+    environment for good) ships the archive with its session and runs ``mcs.upsert``.
+    The driver of the tests above goes first: it holds the workers' cores."""
+    from pyspark import SparkContext
+
+    if SparkContext._active_spark_context is not None:
+        SparkContext._active_spark_context.stop()
+    settings = {"spark.sql.shuffle.partitions": "2", "spark.executor.memory": "1g"}
+    with spark_cluster.connect_server(folder / "connect", master, settings) as url:
+        out = tmp_path / "connect.parquet"
+        client = Path(__file__).parent / "connect_client.py"
+        done = subprocess.run(
+            [sys.executable, str(client), url, str(archive), str(out), *contest_files],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    assert done.returncode == 0, done.stderr[-3000:]
+    said = json.loads(done.stdout.splitlines()[-1])
+    assert said["connect"] is True and said["modules"]
+    for module in said["modules"]:  # unpacked from the session's artifact, not the driver's venv
+        assert "/env/" in module and not Path(module).resolve().is_relative_to(Path(sys.prefix).resolve()), module
+    assert pq.read_table(out).sort_by("uuid").to_pylist() == duckdb_upsert([pq.read_table(p) for p in contest_files])
