@@ -85,10 +85,11 @@ def test_unsorted_inputs_are_bucketed_once(tmp_path):
     rng = np.random.default_rng(4)
     versions = [t.take(rng.permutation(t.num_rows)) for t in sorted_versions()]
     paths = write_versions(tmp_path, versions)
-    for destinations in (8, 64):
+    for destinations in (1, 8, 64):
         got, counts = run_stages(paths, "k", destinations, tmp_path / str(destinations))
         assert got.equals(newest(versions))
         assert not counts["ranges"] and counts["bytes_read"] == counts["input_bytes"], counts
+        assert (counts["exchanged_bytes"] == 0) == (destinations == 1)  # one bucket reads its inputs itself
 
 
 def test_keys_without_usable_statistics_are_bucketed(tmp_path):

@@ -97,7 +97,9 @@ def plan(
     direct: list[list[Group]] = [[] for _ in range(destinations)]
     exchanged = []
     for group in groups:
-        if cuts is not None and bisect.bisect_right(cuts, group.low) == bisect.bisect_right(cuts, group.high):
+        if destinations == 1:  # one task owns every key: nothing to exchange
+            direct[0].append(group)
+        elif cuts is not None and bisect.bisect_right(cuts, group.low) == bisect.bisect_right(cuts, group.high):
             direct[bisect.bisect_right(cuts, group.low)].append(group)
         else:
             exchanged.append(group)
@@ -255,7 +257,8 @@ def destination_rows(plan: Plan, destination: int, folder: str, reader: Reader) 
     """The second stage's input for ``destination``: its direct row groups (each checked
     against its range) and the rows the first stage wrote for it."""
     for group, batch in reader.groups(plan.direct[destination]):
-        _check_range(plan, destination, group, batch)
+        if plan.cuts is not None:  # (with hash buckets, only a lone bucket has direct row groups)
+            _check_range(plan, destination, group, batch)
         yield batch
     mine = os.path.join(folder, f"{destination:05d}")
     names = sorted(n for n in os.listdir(mine) if n.endswith(".parquet")) if os.path.isdir(mine) else []

@@ -6,8 +6,8 @@ Two upsert pipelines, same result:
   owns their key; there ``mapInArrow`` hands the task's Arrow batches to merge-core
   through the Arrow C Data Interface. No row is touched by Python.
 - :func:`upsert_files` (Parquet files in and out, the fastest): Spark only schedules one
-  task per key bucket; each task reads the files itself, keeps its bucket, folds in Rust
-  and writes its part. No shuffle, and no row passes through the JVM.
+  task per key range or bucket; the tasks read the files themselves, each input byte
+  once, fold in Rust and write their parts. No shuffle, and no row passes through the JVM.
 
 Running on a cluster: every executor needs ``merge_core`` importable by the Python it
 runs. Pack a virtual environment that has it installed and ship it with the job::
@@ -346,7 +346,14 @@ def upsert_files(
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     counts = {name: sum(getattr(r, name) for r in rows) for name in names}
-    return {**counts, "buckets": buckets, "input_bytes": plan.input_bytes}
+    return {
+        "rows_in": counts["rows_in"],
+        "rows_out": counts["rows_out"],
+        "buckets": buckets,
+        "input_bytes": plan.input_bytes,
+        "bytes_read": counts["bytes_read"],
+        "exchanged_bytes": counts["exchanged_bytes"],
+    }
 
 
 def sort_within_partitions(df: DataFrame, key: str | Iterable[str], memory_limit: int | str = "256MiB") -> DataFrame:
