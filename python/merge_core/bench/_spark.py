@@ -9,7 +9,7 @@ import time
 from merge_core import contest
 
 from ._measure import Run, Section, progress
-from ._upsert import contest_versions
+from ._upsert import contest_versions, write_sorted_runs
 
 #: Spark settings of the benchmark session, reported with its figures.
 SETTINGS = {"spark.sql.shuffle.partitions": "2", "spark.driver.memory": "4g"}
@@ -54,6 +54,30 @@ def compare_pipelines(spark, paths: list[str], folder: str, repeat: int) -> list
     ]
 
 
+def bytes_read(spark, paths: list[str], folder: str) -> list[str]:
+    """The report's lines on what `upsert_files` reads at 8 and 64 buckets: the versions
+    sorted by key in row groups of 8,192 rows (split by key range) and as generated
+    (bucketed by a first stage)."""
+    import merge_core.spark as mcs
+
+    sorted_runs = write_sorted_runs(os.path.join(folder, "sorted"), paths, row_group_size=8192)
+    lines = []
+    for label, inputs in (("sorted by key", sorted_runs), ("unsorted", paths)):
+        figures = []
+        for buckets in (8, 64):
+            out = os.path.join(folder, f"bytes-{label.split()[0]}-{buckets}")
+            counts = mcs.upsert_files(spark, inputs, out, "uuid", buckets=buckets, **mcs.CONTEST)
+            read, exchanged = (counts[k] / counts["input_bytes"] for k in ("bytes_read", "exchanged_bytes"))
+            figures.append(f"{buckets} buckets {read:.2f} (exchange files {exchanged:.2f})")
+        lines.append(f"- inputs {label}: " + ", ".join(figures))
+    return [
+        "upsert_files bytes read per input byte (the inputs' column chunks read by all tasks over their size; in"
+        " brackets, the exchange files the first stage wrote, per input byte):",
+        "",
+        *lines,
+    ]
+
+
 def run(folder: str, base_rows: int, repeat: int, spark) -> Section:
     paths = contest_versions(os.path.join(folder, "plain"), base_rows)
     runs = compare_pipelines(spark, paths, folder, repeat)
@@ -67,10 +91,11 @@ def run(folder: str, base_rows: int, repeat: int, spark) -> Section:
             f"The contest versions ({total:,} rows in 11 Parquet files) upserted on Spark {spark.version},"
             f" master `{spark.sparkContext.master}`, and written as Parquet; outputs compared with `exceptAll`.",
             "Settings: " + ", ".join(f"`{k}={v}`" for k, v in settings.items()) + ".",
-            "`upsert_files`: one Spark task per key bucket (one bucket per core) reads the files itself, keeps its"
-            " bucket, folds"
-            " in Rust and writes its part; `upsert`: Spark shuffles the rows by key and `mapInArrow` hands each"
+            "`upsert_files`: one Spark task per key bucket (one bucket per core) folds in Rust and writes its part;"
+            " the inputs, unsorted here, are read once by a first stage that writes each row into its bucket's"
+            " exchange file; `upsert`: Spark shuffles the rows by key and `mapInArrow` hands each"
             " task's batches to Rust. Memory is the JVM's and the Python workers', not measured here.",
         ],
         runs,
+        after=bytes_read(spark, paths, folder),
     )

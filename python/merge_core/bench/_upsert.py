@@ -26,13 +26,13 @@ def contest_versions(folder: str, base_rows: int) -> list[str]:
     return contest.generate(folder, base_rows, 10, seed=7)
 
 
-def write_sorted_runs(folder: str, paths: list[str]) -> list[str]:
+def write_sorted_runs(folder: str, paths: list[str], row_group_size: int = BATCH) -> list[str]:
     """Each version sorted by key, as a table's sorted runs are (`<version>.parquet`)."""
     os.makedirs(folder, exist_ok=True)
     runs = []
     for version, path in enumerate(paths):
         runs.append(os.path.join(folder, f"{version}.parquet"))
-        pq.write_table(pq.read_table(path).sort_by("uuid"), runs[-1], row_group_size=BATCH)
+        pq.write_table(pq.read_table(path).sort_by("uuid"), runs[-1], row_group_size=row_group_size)
     return runs
 
 
