@@ -2,28 +2,45 @@
 //! consumes its run, only the columns the read needs, deleted rows skipped while
 //! decoding, and each column mapped onto the read's schema (by the name the file's own
 //! schema gives it; a column the file predates reads as nulls; a type the table has
-//! widened since is cast).
+//! widened since is cast). A file off the local filesystem (an object store's) comes
+//! with a function that fetches its bytes, called when its run reaches it: only the
+//! files being decoded are held in memory.
 
 use std::collections::VecDeque;
+use std::fmt;
 use std::fs::File;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use arrow_array::{new_null_array, ArrayRef, RecordBatch, RecordBatchOptions};
 use arrow_schema::{ArrowError, SchemaRef};
+use bytes::Bytes;
 use parquet::arrow::arrow_reader::{
     ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder, RowSelection, RowSelector,
 };
 use parquet::arrow::ProjectionMask;
+use parquet::file::reader::ChunkReader;
 
 use crate::error::MergeError;
 use crate::run::Run;
 
+/// Fetches the whole of a file that is not on the local filesystem.
+#[derive(Clone)]
+pub struct Fetch(pub Arc<dyn Fn() -> Result<Bytes, MergeError> + Send + Sync>);
+
+impl fmt::Debug for Fetch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Fetch")
+    }
+}
+
 /// One data file of a run, as the read takes it.
 #[derive(Debug, Clone)]
 pub struct DataFile {
-    /// Where the file is.
+    /// Where the file is (named in messages; opened unless `fetch` is given).
     pub path: PathBuf,
+    /// How to get the file's bytes when it is not a local file.
+    pub fetch: Option<Fetch>,
     /// For each column of the read's schema, the file's column holding it (`None`: the
     /// file predates the column, which reads as nulls).
     pub columns: Vec<Option<String>>,
@@ -46,7 +63,7 @@ pub fn run_of_parquet(path: PathBuf, batch_size: usize) -> Result<Run, MergeErro
         .map_err(|e| unreadable(format!("not a readable Parquet file ({e})")))?;
     let schema = builder.schema().clone();
     let columns = schema.fields().iter().map(|f| Some(f.name().clone())).collect();
-    Ok(run_of_files(schema, vec![DataFile { path, columns, deleted: Vec::new() }], batch_size))
+    Ok(run_of_files(schema, vec![DataFile { path, fetch: None, columns, deleted: Vec::new() }], batch_size))
 }
 
 struct FileBatches {
@@ -91,9 +108,24 @@ fn open(
     schema: &SchemaRef,
     batch_size: usize,
 ) -> Result<ParquetRecordBatchReader, MergeError> {
-    let handle = File::open(&file.path).map_err(|e| damaged(file, &format!("cannot open it ({e})")))?;
+    match &file.fetch {
+        Some(fetch) => decode((fetch.0)()?, file, schema, batch_size),
+        None => {
+            let handle =
+                File::open(&file.path).map_err(|e| damaged(file, &format!("cannot open it ({e})")))?;
+            decode(handle, file, schema, batch_size)
+        }
+    }
+}
+
+fn decode<T: ChunkReader + 'static>(
+    source: T,
+    file: &DataFile,
+    schema: &SchemaRef,
+    batch_size: usize,
+) -> Result<ParquetRecordBatchReader, MergeError> {
     let builder =
-        ParquetRecordBatchReaderBuilder::try_new(handle).map_err(|e| damaged(file, &e.to_string()))?;
+        ParquetRecordBatchReaderBuilder::try_new(source).map_err(|e| damaged(file, &e.to_string()))?;
     let arrow = builder.schema().clone();
     let mut roots = Vec::new();
     for (field, source) in schema.fields().iter().zip(&file.columns) {

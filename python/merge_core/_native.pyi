@@ -1,5 +1,6 @@
 """Type stubs of the native module (rust/python/)."""
 
+from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
@@ -53,7 +54,7 @@ def bucket_ids(batch: pa.RecordBatch, key: list[str], buckets: int) -> pa.UInt32
 def paimon_bucket_ids(batch: pa.RecordBatch, columns: list[str], buckets: int) -> pa.Int32Array: ...
 def read_paimon(
     schema: pa.Schema,
-    sections: list[list[list[tuple[str, list[str | None], bytes | None]]]],
+    sections: list[list[list[tuple[str, list[str | None], bytes | None, Callable[[], bytes] | None]]]],
     key: list[str],
     sequence: list[str],
     descending: bool,

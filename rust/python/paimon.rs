@@ -5,20 +5,23 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use arrow_pyarrow::FromPyArrow;
-use arrow_schema::Schema;
+use arrow_schema::{ArrowError, Schema};
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
 
 use super::errors::guard;
 use super::options::merge_function;
 use super::stream::PyStream;
-use crate::files::{run_of_files, DataFile};
+use crate::error::MergeError;
+use crate::files::{run_of_files, DataFile, Fetch};
 use crate::groups::{merge_groups, GroupOptions};
 use crate::version::VersionColumns;
 use crate::MergeOptions;
 
 /// A file as planned: (path, the file's column for each read column, deleted positions
-/// as little-endian u64 bytes).
-type PlannedFile = (PathBuf, Vec<Option<String>>, Option<Vec<u8>>);
+/// as little-endian u64 bytes, for a file off the local filesystem a callable returning
+/// its bytes).
+type PlannedFile = (PathBuf, Vec<Option<String>>, Option<Vec<u8>>, Option<Py<PyAny>>);
 
 /// Merges each section (a list of runs, each a list of files) of a Paimon read.
 #[pyfunction]
@@ -43,8 +46,9 @@ pub(crate) fn read_paimon(
         .map(|runs| {
             runs.into_iter()
                 .map(|files| {
-                    let files = files.into_iter().map(|(path, columns, deleted)| DataFile {
+                    let files = files.into_iter().map(|(path, columns, deleted, fetch)| DataFile {
                         path,
+                        fetch: fetch.map(fetcher),
                         columns,
                         deleted: deleted.map_or_else(Vec::new, |bytes| {
                             bytes
@@ -77,4 +81,16 @@ pub(crate) fn read_paimon(
     };
     let stream = guard(py, || merge_groups(schema, groups, options))?;
     Ok(PyStream::new(stream).with_extra_stats(stats))
+}
+
+/// A Python callable returning a file's bytes, called with the GIL taken when the read
+/// reaches the file; what it raises travels to the reader as itself.
+fn fetcher(fetch: Py<PyAny>) -> Fetch {
+    Fetch(Arc::new(move || {
+        Python::attach(|py| {
+            let data = fetch.bind(py).call0()?;
+            Ok(bytes::Bytes::copy_from_slice(data.cast::<PyBytes>()?.as_bytes()))
+        })
+        .map_err(|e: PyErr| MergeError::Arrow(ArrowError::ExternalError(Box::new(e))))
+    }))
 }
