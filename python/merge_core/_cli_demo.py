@@ -12,7 +12,7 @@ from ._cli_common import Progress, UserError, check_positive, plural, spark_erro
 
 #: The pipelines, in the order they run, each with the line that says what it does.
 PIPELINES = {
-    "merge-core upsert_files": "no shuffle; each Spark task reads the files, keeps its key bucket, folds it in Rust",
+    "merge-core upsert_files": "no shuffle by Spark; its tasks read each input byte once and fold their keys in Rust",
     "merge-core upsert": "Spark shuffles the rows by key; mapInArrow hands each task's Arrow batches to Rust",
     "Spark SQL": "union of the versions + groupBy(uuid) with sum and max_by, as a Spark user writes it",
 }

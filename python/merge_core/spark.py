@@ -10,13 +10,9 @@ Two upsert pipelines, same result:
   once, fold in Rust and write their parts. No shuffle, and no row passes through the JVM.
 
 Running on a cluster: every executor needs ``merge_core`` importable by the Python it
-runs. Pack a virtual environment that has it installed and ship it with the job::
-
-    python -m venv env && env/bin/pip install merge-core venv-pack && env/bin/venv-pack -o env.tar.gz
-    spark-submit --conf spark.archives=env.tar.gz#env \\
-                 --conf spark.pyspark.python=./env/bin/python job.py
-
-(or set ``PYSPARK_PYTHON=./env/bin/python`` and pass ``--archives env.tar.gz#env``).
+runs. docs/spark.md ("On a cluster") packs a virtual environment with merge-core's wheel
+and ships it with ``spark.archives`` (or, for a Spark Connect client, as an artifact of
+its session); the cluster tests run that recipe as it is written.
 """
 
 from __future__ import annotations
