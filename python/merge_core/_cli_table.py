@@ -149,9 +149,15 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     p.set_defaults(run=cmd_expire)
 
 
+def _remote(path: str) -> bool:
+    """Whether ``path`` is a URI of a remote store (``s3://``), where there is no local
+    file to check first."""
+    return "://" in path and not path.startswith("file://")
+
+
 def open_table(path: str) -> mc.Table:
     """The table at ``path``, or a UserError naming what is there instead."""
-    if os.path.exists(path) and not os.path.isdir(path):
+    if not _remote(path) and os.path.exists(path) and not os.path.isdir(path):
         raise UserError(f"TABLE {path} is a file, not a table's directory")
     try:
         return mc.Table.open(path)
@@ -162,11 +168,8 @@ def open_table(path: str) -> mc.Table:
 
 
 def cmd_create(args: argparse.Namespace) -> int:
-    parent = os.path.dirname(os.path.abspath(args.path))
-    while not os.path.exists(parent):
-        parent = os.path.dirname(parent)
-    if not os.path.isdir(parent) or (os.path.exists(args.path) and not os.path.isdir(args.path)):
-        raise UserError(f"TABLE {args.path}: {parent if not os.path.isdir(parent) else args.path} is a file")
+    if not _remote(args.path):
+        _check_local_parent(args.path)
     schema = open_parquet(args.like, "--like").schema_arrow
     for flag, names in (("--key", args.key), ("--partition-by", args.partition_by), ("--sequence", args.sequence)):
         check_columns(names, flag, schema, args.like)
@@ -186,6 +189,15 @@ def cmd_create(args: argparse.Namespace) -> int:
     function = table.info()["merge"]["function"]
     print(f"created {table.path}: key {', '.join(table.key)}, {plural(table.buckets, 'bucket')}, merge {function}")
     return 0
+
+
+def _check_local_parent(path: str) -> None:
+    """Fails if ``path`` or the nearest existing directory above it is a file."""
+    parent = os.path.dirname(os.path.abspath(path))
+    while not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent) or (os.path.exists(path) and not os.path.isdir(path)):
+        raise UserError(f"TABLE {path}: {parent if not os.path.isdir(parent) else path} is a file")
 
 
 def cmd_write(args: argparse.Namespace) -> int:

@@ -4,7 +4,8 @@ manifest, manifest lists and a new snapshot, created atomically.
 A commit writes the *delta* manifest (this commit's ADD and DELETE entries), a base
 manifest list (the previous snapshot's base and delta manifests, folded into one
 manifest once there are many) and a delta manifest list, then claims ``snapshot-N``
-with a hard link, which fails if another writer claimed it first. Then it retries on
+by creating it only if absent (a hard link on a local disk, a conditional PUT on S3:
+see ``_fs``), which fails if another writer claimed it first. Then it retries on
 the new latest snapshot: an append always can; a compaction only if the files it
 replaced are all still live, else :class:`CommitConflictError`. Files of a commit that
 did not land are removed; ``LATEST`` and ``EARLIEST`` are hints, as in Paimon.
@@ -12,13 +13,12 @@ did not land are removed; ``LATEST`` and ``EARLIEST`` are hints, as in Paimon.
 
 from __future__ import annotations
 
+import io
 import json
-import os
 import time
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import fastavro
@@ -26,7 +26,8 @@ import pyarrow as pa
 
 from ..errors import CommitConflictError, TableIOError
 from . import _binary
-from ._meta import ADD, DELETE, MANIFEST_VERSIONS, Snapshot, latest_snapshot_id, live_entries, read_avro, write_new
+from ._fs import Location
+from ._meta import ADD, DELETE, MANIFEST_VERSIONS, Snapshot, latest_snapshot_id, live_entries, read_avro
 from ._schema import TableSchema
 
 BATCH_COMMIT_IDENTIFIER = (1 << 63) - 1  # what Paimon's batch writers use
@@ -160,12 +161,11 @@ class CommitMessage:
 class _Attempt:
     """The metadata files one commit attempt wrote: removed if its snapshot did not land."""
 
-    root: Path
-    written: list[Path] = field(default_factory=list)
+    written: list[Location] = field(default_factory=list)
 
     def remove(self) -> None:
         for path in self.written:
-            path.unlink(missing_ok=True)
+            path.delete()
 
 
 def summary(snapshot: int | None, messages: Sequence[CommitMessage], compaction: bool) -> dict[str, int | None]:
@@ -185,7 +185,7 @@ def summary(snapshot: int | None, messages: Sequence[CommitMessage], compaction:
 class Committer:
     """Writes manifests and snapshots for one writer (``commit_user``)."""
 
-    def __init__(self, root: Path, schema: TableSchema, commit_user: str | None = None):
+    def __init__(self, root: Location, schema: TableSchema, commit_user: str | None = None):
         self.root, self.schema = root, schema
         self.commit_user = commit_user or str(uuid.uuid4())
         self.partition_types = [schema.field(k).type for k in schema.partition_keys]
@@ -211,7 +211,7 @@ class Committer:
             latest = None if latest_id is None else Snapshot.load(self.root, latest_id)
             live = [] if latest is None else live_entries(self.root, latest)
             _check(entries, live, kind)
-            attempt = _Attempt(self.root)
+            attempt = _Attempt()
             try:
                 snapshot_id = self._try_commit(latest, live, entries, kind, attempt)
             except BaseException:
@@ -282,27 +282,31 @@ class Committer:
         self._counter += 1
         return f"{prefix}-{self._names}{self._counter - 1}"
 
-    def _write_avro(self, prefix: str, schema: Any, records: list[dict[str, Any]], attempt: _Attempt) -> Path:
+    def _write_avro(
+        self, prefix: str, schema: Any, records: list[dict[str, Any]], attempt: _Attempt
+    ) -> tuple[str, int]:
+        """Writes a new metadata file; returns its name and size."""
         path = self.root / "manifest" / self._new_name(prefix)
         attempt.written.append(path)
+        encoded = io.BytesIO()
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with open(path, "wb") as out:
-                fastavro.writer(out, schema, records, codec=self.codec)
+            fastavro.writer(encoded, schema, records, codec=self.codec)
+            with path.store.open_output(path.path) as out:
+                out.write(encoded.getbuffer())
         except OSError as e:
             raise TableIOError(f"writing {path} failed: {e}") from e
-        return path
+        return path.name, encoded.getbuffer().nbytes
 
     def _manifest(self, entries: list[dict[str, Any]], attempt: _Attempt) -> dict[str, Any]:
         """Writes ``entries`` as one manifest; returns its record for a manifest list."""
-        path = self._write_avro("manifest", MANIFEST_ENTRY, entries, attempt)
+        name, size = self._write_avro("manifest", MANIFEST_ENTRY, entries, attempt)
         partitions = [_binary.decode(e["_PARTITION"], self.partition_types) for e in entries]
         buckets = [e["_BUCKET"] for e in entries]
         levels = [e["_FILE"]["_LEVEL"] for e in entries]
         return {
             "_VERSION": 2,
-            "_FILE_NAME": path.name,
-            "_FILE_SIZE": path.stat().st_size,
+            "_FILE_NAME": name,
+            "_FILE_SIZE": size,
             "_NUM_ADDED_FILES": sum(e["_KIND"] == ADD for e in entries),
             "_NUM_DELETED_FILES": sum(e["_KIND"] == DELETE for e in entries),
             "_PARTITION_STATS": value_stats(partitions, self.partition_types),
@@ -314,27 +318,22 @@ class Committer:
         }
 
     def _manifest_list(self, metas: list[dict[str, Any]], attempt: _Attempt) -> tuple[str, int]:
-        path = self._write_avro("manifest-list", MANIFEST_FILE_META, metas, attempt)
-        return path.name, path.stat().st_size
+        return self._write_avro("manifest-list", MANIFEST_FILE_META, metas, attempt)
 
     def _claim(self, snapshot_id: int, text: str) -> bool:
         """Creates ``snapshot-N`` whole, unless another writer created it first."""
         target = self.root / "snapshot" / f"snapshot-{snapshot_id}"
         try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            return write_new(target, text)
+            return target.create_new(text)
         except OSError as e:
             raise TableIOError(f"creating {target} failed: {e}") from e
 
     def _hint(self, name: str, snapshot_id: int) -> None:
         """Best effort, as in Paimon: readers check a hint before they trust it."""
-        folder = self.root / "snapshot"
-        temporary = folder / f".{name}.{uuid.uuid4()}.tmp"
         try:
-            temporary.write_text(str(snapshot_id))
-            os.replace(temporary, folder / name)
+            (self.root / "snapshot" / name).write_text(str(snapshot_id))
         except OSError:
-            temporary.unlink(missing_ok=True)
+            pass
 
 
 def _file_id(entry: dict[str, Any]) -> tuple:

@@ -26,7 +26,7 @@ MAGIC_64 = 0x6439D3D1
 def deleted_positions(dv: DeletionVector) -> np.ndarray:
     """The deleted row positions (0-based, ascending) that ``dv`` points at."""
     try:
-        with open(dv.path, "rb") as f:
+        with dv.path.store.open_input(dv.path.path) as f:
             version = f.read(1)
             f.seek(dv.offset)
             head = f.read(8)

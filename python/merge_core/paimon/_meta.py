@@ -8,16 +8,15 @@ files. The index manifest lists the deletion-vector files of the snapshot.
 
 from __future__ import annotations
 
+import io
 import json
-import os
-import uuid
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import fastavro
 
 from ..errors import CorruptTableError, TableNotFoundError, UnsupportedFeatureError
+from ._fs import Location, resolve
 
 SNAPSHOT_VERSIONS = (3,)
 MANIFEST_VERSIONS = (1, 2)
@@ -37,7 +36,7 @@ class Snapshot:
     total_record_count: int
 
     @classmethod
-    def load(cls, root: Path, snapshot_id: int) -> Snapshot:
+    def load(cls, root: Location, snapshot_id: int) -> Snapshot:
         path = root / "snapshot" / f"snapshot-{snapshot_id}"
         try:
             data = json.loads(path.read_text())
@@ -62,13 +61,13 @@ class Snapshot:
             raise CorruptTableError(f"{path} lacks a field of a snapshot ({e})") from e
 
 
-def snapshot_ids(root: Path) -> list[int]:
-    """Every snapshot id on disk, oldest first (the LATEST and EARLIEST files are only hints)."""
-    names = (p.name.removeprefix("snapshot-") for p in (root / "snapshot").glob("snapshot-*"))
+def snapshot_ids(root: Location) -> list[int]:
+    """Every snapshot id stored, oldest first (the LATEST and EARLIEST files are only hints)."""
+    names = (n.removeprefix("snapshot-") for n in (root / "snapshot").names("snapshot-"))
     return sorted(int(n) for n in names if n.isdigit())
 
 
-def latest_snapshot_id(root: Path) -> int | None:
+def latest_snapshot_id(root: Location) -> int | None:
     """The newest snapshot: the LATEST hint if no newer snapshot exists, else the directory's."""
     hint = root / "snapshot" / "LATEST"
     try:
@@ -83,11 +82,10 @@ def latest_snapshot_id(root: Path) -> int | None:
     return ids[-1] if ids else None
 
 
-def read_avro(path: Path, versions: tuple[int, ...]) -> list[dict[str, Any]]:
+def read_avro(path: Location, versions: tuple[int, ...]) -> list[dict[str, Any]]:
     """The records of an Avro file of the table's metadata, each of a known ``_VERSION``."""
     try:
-        with open(path, "rb") as f:
-            records = list(fastavro.reader(f))
+        records = list(fastavro.reader(io.BytesIO(path.read_bytes())))
     except FileNotFoundError as e:
         raise CorruptTableError(f"the table's metadata file {path} is missing") from e
     except Exception as e:  # fastavro raises many types for damaged files
@@ -153,7 +151,7 @@ def _identifier(entry: dict[str, Any]) -> tuple:
     )
 
 
-def live_entries(root: Path, snapshot: Snapshot) -> list[dict[str, Any]]:
+def live_entries(root: Location, snapshot: Snapshot) -> list[dict[str, Any]]:
     """The ADD entries of ``snapshot``'s live files: every manifest entry of its base then
     delta lists, folded (an ADD and a later DELETE of the same file cancel)."""
     live: dict[tuple, dict[str, Any]] = {}
@@ -175,7 +173,7 @@ def live_entries(root: Path, snapshot: Snapshot) -> list[dict[str, Any]]:
     return list(live.values())
 
 
-def live_files(root: Path, snapshot: Snapshot) -> list[DataFile]:
+def live_files(root: Location, snapshot: Snapshot) -> list[DataFile]:
     """The data files of ``snapshot``."""
     return [DataFile.of(e) for e in live_entries(root, snapshot)]
 
@@ -184,12 +182,14 @@ def live_files(root: Path, snapshot: Snapshot) -> list[DataFile]:
 class DeletionVector:
     """Where a data file's deleted row positions are stored: a range of an index file."""
 
-    path: str
+    path: Location
     offset: int
     length: int
 
 
-def deletion_vectors(root: Path, snapshot: Snapshot, in_data_dir: Any) -> dict[tuple[bytes, int, str], DeletionVector]:
+def deletion_vectors(
+    root: Location, snapshot: Snapshot, in_data_dir: Any
+) -> dict[tuple[bytes, int, str], DeletionVector]:
     """The deletion vectors of ``snapshot`` by (partition, bucket, data file name).
     ``in_data_dir(partition, bucket)`` is the bucket's directory, where index files live
     when the table keeps them beside its data (``index-file-in-data-file-dir``)."""
@@ -201,32 +201,9 @@ def deletion_vectors(root: Path, snapshot: Snapshot, in_data_dir: Any) -> dict[t
             continue
         partition, bucket = entry["_PARTITION"], entry["_BUCKET"]
         directory = in_data_dir(partition, bucket)
-        path = entry.get("_EXTERNAL_PATH") or str((directory or root / "index") / entry["_FILE_NAME"])
+        external = entry.get("_EXTERNAL_PATH")
+        path = resolve(external) if external else (directory or root / "index") / entry["_FILE_NAME"]
         for r in entry.get("_DELETIONS_VECTORS_RANGES") or ():
             if r is not None:
                 out[(partition, bucket, r["f0"])] = DeletionVector(path, r["f1"], r["f2"])
     return out
-
-
-def write_new(path: Path, text: str) -> bool:
-    """Creates ``path`` holding ``text``, whole or not at all, unless it exists (then
-    ``False``): written to a temporary file beside it, synced, then hard-linked to its
-    name (a link never replaces a file, unlike a rename) and the directory synced."""
-    temporary = path.parent / f".{path.name}.{uuid.uuid4()}.tmp"
-    try:
-        with open(temporary, "w") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        try:
-            os.link(temporary, path)
-        except FileExistsError:
-            return False
-        directory = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(directory)
-        finally:
-            os.close(directory)
-        return True
-    finally:
-        temporary.unlink(missing_ok=True)

@@ -8,11 +8,7 @@ from __future__ import annotations
 import datetime
 import decimal
 import math
-import os
-import re
-import urllib.parse
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from ..errors import UnsupportedFeatureError
@@ -20,21 +16,6 @@ from ._schema import TableSchema
 
 DEFAULT_PARTITION_NAME = "__DEFAULT_PARTITION__"
 _ESCAPED = set("\"#%'*/:=?\\\x7f{}[]^")
-
-
-def table_root(path: str | os.PathLike[str]) -> Path:
-    """A table's directory from what the caller gave: a local path or a ``file://`` URI.
-    Another scheme (``s3://``, ``oss://``, ``hdfs://``) is refused: taken as a local path
-    it would become a folder named ``s3:`` beside the caller."""
-    text = os.fspath(path)
-    scheme = re.match(r"^([A-Za-z][A-Za-z0-9+.-]*)://", text)
-    if scheme is None:
-        return Path(text)
-    if scheme.group(1).lower() == "file":
-        return Path(urllib.parse.unquote(urllib.parse.urlparse(text).path))
-    raise UnsupportedFeatureError(
-        f"tables on an object store or a remote filesystem ({scheme.group(1)}://) are not supported yet: {text}"
-    )
 
 
 def escape(text: str) -> str:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -20,6 +19,7 @@ import numpy as np
 from ..errors import UnsupportedFeatureError
 from . import _binary
 from ._dv import deleted_positions
+from ._fs import Location
 from ._meta import DataFile, Snapshot, deletion_vectors
 from ._paths import bucket_dir
 from ._schema import TableSchema, load_schema
@@ -32,9 +32,9 @@ OPEN_FILE_COST = 4 << 20
 
 @dataclass(frozen=True)
 class FileRead:
-    """One data file as a read takes it: where it is, which of its columns give each
-    column of the read (``None``: the file predates the column, which reads as null),
-    and the positions of its deleted rows."""
+    """One data file as a read takes it: its path on the table's store, which of its
+    columns give each column of the read (``None``: the file predates the column, which
+    reads as null), and the positions of its deleted rows."""
 
     path: str
     columns: tuple[str | None, ...]
@@ -135,7 +135,9 @@ class Planner:
     """Turns a snapshot's live files into splits for a read of ``columns``, whose files
     are decoded as the ``read`` columns (the table's, by name in ``schema``)."""
 
-    def __init__(self, root: Path, snapshot: Snapshot, schema: TableSchema, columns: tuple[str, ...], read: list[str]):
+    def __init__(
+        self, root: Location, snapshot: Snapshot, schema: TableSchema, columns: tuple[str, ...], read: list[str]
+    ):
         self.root, self.snapshot, self.schema, self.columns, self.read = root, snapshot, schema, columns, read
         self.partition_types = [schema.field(k).type for k in schema.partition_keys]
         self.key_types = [schema.field(k).type for k in schema.trimmed_keys]
@@ -143,7 +145,7 @@ class Planner:
         in_data_dir = schema.options.get("index-file-in-data-file-dir", "false").lower() == "true"
         self.deletion_vectors = deletion_vectors(root, snapshot, self.bucket_path if in_data_dir else lambda p, b: None)
 
-    def bucket_path(self, partition: bytes, bucket: int) -> Path:
+    def bucket_path(self, partition: bytes, bucket: int) -> Location:
         return self.root / bucket_dir(self.schema, _binary.decode(partition, self.partition_types), bucket)
 
     def key(self, row: bytes) -> tuple:
@@ -174,7 +176,7 @@ class Planner:
             raise UnsupportedFeatureError(f"data file {f.name}: only Parquet data files are supported")
         if f.schema_id not in self.schemas:
             self.schemas[f.schema_id] = load_schema(self.root, f.schema_id)
-        path = local_path(f.external_path) if f.external_path else str(self.bucket_path(partition, bucket) / f.name)
+        path = local_path(f.external_path) if f.external_path else (self.bucket_path(partition, bucket) / f.name).path
         dv = self.deletion_vectors.get((partition, bucket, f.name))
         deleted = None if dv is None else deleted_positions(dv)
         return FileRead(path, self.file_columns(self.schemas[f.schema_id]), deleted, f.rows)

@@ -10,12 +10,12 @@ import json
 import re
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
 from ..errors import CorruptTableError, InvalidInputError, UnsupportedFeatureError
+from ._fs import Location
 
 FIELD_ID = b"PARQUET:field_id"
 SUPPORTED_SCHEMA_VERSIONS = (3,)
@@ -157,7 +157,7 @@ class TableSchema:
         return tuple(k.strip() for k in option.split(",")) if option else self.trimmed_keys
 
 
-def load_schema(root: Path, schema_id: int) -> TableSchema:
+def load_schema(root: Location, schema_id: int) -> TableSchema:
     path = root / "schema" / f"schema-{schema_id}"
     try:
         text = path.read_text()
@@ -166,10 +166,8 @@ def load_schema(root: Path, schema_id: int) -> TableSchema:
     return TableSchema.parse(text, str(path))
 
 
-def schema_ids(root: Path) -> list[int]:
-    folder = root / "schema"
-    ids = [int(p.name.removeprefix("schema-")) for p in folder.glob("schema-*") if p.name[7:].isdigit()]
-    return sorted(ids)
+def schema_ids(root: Location) -> list[int]:
+    return sorted(int(n[7:]) for n in (root / "schema").names("schema-") if n[7:].isdigit())
 
 
 def paimon_type(t: pa.DataType, nullable: bool, ids: Any) -> Any:

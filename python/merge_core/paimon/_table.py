@@ -6,6 +6,7 @@ Reads go ``plan`` (the splits of a snapshot) -> ``read_split`` (merged in Rust);
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
@@ -14,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.fs as pafs
 
 from .. import _native
 from .._filter import DynamicFilter
@@ -21,13 +23,21 @@ from .._inputs import as_stream_source, batches_of, check_threads, column_names
 from .._native import Stream
 from .._options import merge_spec
 from .._paimon_options import PaimonMerge, merge_from_paimon_options, paimon_options
-from ..errors import InvalidInputError, TableExistsError, TableIOError, TableNotFoundError, UnsupportedFeatureError
+from ..errors import (
+    CorruptTableError,
+    InvalidInputError,
+    TableExistsError,
+    TableIOError,
+    TableNotFoundError,
+    UnsupportedFeatureError,
+)
 from . import _binary
 from ._commit import CommitMessage, Committer, summary
 from ._compact import CompactTask, compaction_tasks
 from ._expire import expire_snapshots
-from ._meta import DataFile, Snapshot, latest_snapshot_id, live_entries, live_files, snapshot_ids, write_new
-from ._paths import bucket_dir, table_root
+from ._fs import Location, Store, resolve
+from ._meta import DataFile, Snapshot, latest_snapshot_id, live_entries, live_files, snapshot_ids
+from ._paths import bucket_dir
 from ._plan import SEQUENCE_NUMBER, VALUE_KIND, Plan, Planner, Split
 from ._schema import THIN_MODE, TableSchema, load_schema, schema_ids, schema_json
 from ._write import DataFileWriter, Encoders, TableWrite, bucket_ids, conform, remove_data_file
@@ -57,7 +67,7 @@ class Table:
     {'id': [1, 2], 'name': ['a', 'b']}
     """
 
-    def __init__(self, root: Path, schema: TableSchema) -> None:
+    def __init__(self, root: Location, schema: TableSchema) -> None:
         self._root = root
         self._schema = schema
         if not schema.primary_keys:
@@ -77,11 +87,15 @@ class Table:
         sequence: str | Sequence[str] | None = None,
         sequence_order: str = "ascending",
         options: Mapping[str, str] | None = None,
+        filesystem: pafs.FileSystem | None = None,
     ) -> Table:
         """Creates an empty table at ``path`` (a new or empty directory): its
         ``schema/schema-0``, with the Paimon options that make Paimon merge as ``merge``.
 
         Args:
+            path: a local path, a ``file://`` or ``s3://`` URI (S3 configured by the
+                ``AWS_*`` variables, ``AWS_ENDPOINT_URL`` included), or a path on
+                ``filesystem``.
             schema: the table's columns (key and partition columns become NOT NULL).
             key: the primary key; each key has at most one row per partition.
             partition_by: columns whose values split the table into directories.
@@ -91,13 +105,17 @@ class Table:
             sequence: columns ordering the versions of a key (default: write order).
             sequence_order: ``"descending"`` makes a lower sequence value newer.
             options: further Paimon table options, passed through.
+            filesystem: a ``pyarrow.fs.FileSystem`` holding the table (default: the one
+                ``path`` names). Commits need a filesystem that can create a file only
+                if absent: a local one or S3.
         """
-        root = table_root(path)
+        root = resolve(path, filesystem)
         return cls(*_create(root, schema, key, partition_by, buckets, merge, sequence, sequence_order, options))
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str]) -> Table:
-        root = table_root(path)
+    def open(cls, path: str | os.PathLike[str], filesystem: pafs.FileSystem | None = None) -> Table:
+        """The table at ``path`` (see :meth:`create` for ``path`` and ``filesystem``)."""
+        root = resolve(path, filesystem)
         ids = schema_ids(root)
         if not ids:
             raise TableNotFoundError(f"no Paimon table at {root} (it has no schema/schema-N file)")
@@ -106,8 +124,10 @@ class Table:
     # -- what the table is ----------------------------------------------------------
 
     @property
-    def path(self) -> Path:
-        return self._root
+    def path(self) -> Path | str:
+        """Where the table is: a ``Path`` on the local disk, else its URI (``s3://...``,
+        or the path on the filesystem it was opened with)."""
+        return Path(self._root.path) if self._root.store.local else str(self._root)
 
     @property
     def schema(self) -> pa.Schema:
@@ -190,7 +210,7 @@ class Table:
             runs.setdefault((f["partition"], f["bucket"]), set()).add(f["path"] if f["level"] == 0 else f["level"])
         return {
             "format": "paimon",
-            "path": str(self._root),
+            "path": str(self.path),
             "columns": {f.name: str(f.type) for f in self.schema},
             "key": self.key,
             "partition_by": self.partition_by,
@@ -479,8 +499,12 @@ class Table:
             ]
             + [pa.field(SEQUENCE_NUMBER, pa.int64(), False), pa.field(VALUE_KIND, pa.int8(), False)]
         )
+        store = self._root.store
         groups = [
-            [[(f.path, list(f.columns), _positions(f.deleted)) for f in run] for run in section.runs]
+            [
+                [(store.display(f.path), list(f.columns), _positions(f.deleted), _fetcher(store, f.path)) for f in run]
+                for run in section.runs
+            ]
             for split in splits
             for section in split.sections
         ]
@@ -497,6 +521,21 @@ class Table:
             threads,
             list(stats.items()),
         )
+
+
+def _fetcher(store: Store, path: str) -> Callable[[], bytes] | None:
+    """How the read gets a data file off the local disk: fetched whole when its run
+    reaches it (``None``: Rust opens the local file itself)."""
+    return None if store.local else functools.partial(_fetch, store, path)
+
+
+def _fetch(store: Store, path: str) -> bytes:
+    try:
+        return store.read_bytes(path)
+    except FileNotFoundError as e:
+        raise CorruptTableError(f"data file {store.display(path)} is missing") from e
+    except OSError as e:
+        raise TableIOError(f"reading data file {store.display(path)} failed: {e}") from e
 
 
 def _positions(deleted: np.ndarray | None) -> bytes | None:
@@ -576,7 +615,7 @@ def _deletion_vectors(schema: TableSchema) -> bool:
 
 
 def _create(
-    root: Path,
+    root: Location,
     schema: pa.Schema,
     key: Any,
     partition_by: Any,
@@ -585,7 +624,7 @@ def _create(
     sequence: Any,
     sequence_order: str,
     options: Mapping[str, str] | None,
-) -> tuple[Path, TableSchema]:
+) -> tuple[Location, TableSchema]:
     """Writes schema 0 of a new table; returns the root and the schema as read back."""
     if not isinstance(schema, pa.Schema):
         raise InvalidInputError(f"schema must be a pyarrow.Schema, got {type(schema).__name__}")
@@ -613,14 +652,12 @@ def _create(
     parsed = TableSchema.parse(text, "the new schema")
     merge_from_paimon_options(parsed.options)  # the options must read back
     _check_merge(parsed)
-    folder = root / "schema"
     if schema_ids(root):
         raise TableExistsError(f"a table already exists at {root}")
-    if root.exists() and any(root.iterdir()):
+    if root.names():
         raise InvalidInputError(f"{root} is not empty; a table needs a new or empty directory")
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        created = write_new(folder / "schema-0", text)
+        created = (root / "schema" / "schema-0").create_new(text)
     except OSError as e:
         raise TableIOError(f"creating the table at {root} failed: {e}") from e
     if not created:
@@ -630,7 +667,7 @@ def _create(
 
 def _check_merge(schema: TableSchema) -> None:
     """Fails now, not at the first write, if the merge function does not fit the schema."""
-    root = Path(os.devnull)
+    root = resolve(os.devnull)
     setup = merge_from_paimon_options(schema.options)
     try:
         TableWrite(root, schema, setup, None, "1MiB", None).close()

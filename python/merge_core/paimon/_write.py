@@ -17,7 +17,6 @@ import threading
 import uuid
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -32,6 +31,7 @@ from .._sort import _native_options, _reraise
 from ..errors import InternalError, InvalidInputError, TableIOError, UnsupportedFeatureError
 from . import _binary
 from ._commit import CommitMessage
+from ._fs import Location
 from ._meta import Snapshot, latest_snapshot_id, live_files
 from ._paths import bucket_dir
 from ._plan import SEQUENCE_NUMBER, VALUE_KIND
@@ -55,7 +55,7 @@ class TableWrite:
 
     def __init__(
         self,
-        root: Path,
+        root: Location,
         schema: TableSchema,
         setup: PaimonMerge,
         row_kind: str | None = None,
@@ -227,7 +227,7 @@ def _version_index(rows: pa.RecordBatch, keys: list[str], last_key: tuple | None
     return index
 
 
-def _next_sequences(root: Path) -> dict[tuple[bytes, int], int]:
+def _next_sequences(root: Location) -> dict[tuple[bytes, int], int]:
     """Each bucket's next sequence number: one past the largest of its live files, as
     Paimon's writers continue a bucket."""
     latest = latest_snapshot_id(root)
@@ -266,7 +266,7 @@ class DataFileWriter:
 
     def __init__(
         self,
-        root: Path,
+        root: Location,
         schema: TableSchema,
         partition: tuple[Any, ...],
         bucket: int,
@@ -353,11 +353,13 @@ class DataFileWriter:
         if self._writer is not None:
             return self._writer
         compression = self.schema.options.get("file.compression", "zstd")
+        store = self.root.store
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            store.make_parent(self.path.path)
             self._writer = pq.ParquetWriter(
-                self.path,
+                self.path.path,
                 self.file_schema,
+                filesystem=store.fs,
                 compression=compression,
                 compression_level=1 if compression == "zstd" else None,
                 use_dictionary=_dictionary_columns(self.schema, self.file_schema),
@@ -383,7 +385,7 @@ class DataFileWriter:
             if encoded is not None:
                 encoded.result()
             self._open().close()
-            size = self.path.stat().st_size
+            size = self._size()
         except OSError as e:
             self._remove()
             raise TableIOError(f"writing data file {self.path} failed: {e}") from e
@@ -420,6 +422,12 @@ class DataFileWriter:
             "_WRITE_COLS": None,
         }
 
+    def _size(self) -> int:
+        info = self.root.store.info(self.path.path)
+        if info is None:
+            raise OSError(f"{self.path} is missing once written")
+        return info.size
+
     def abort(self) -> None:
         """Removes the file, once the encoding steps already begun are over."""
         if self._last is not None:
@@ -432,8 +440,7 @@ class DataFileWriter:
                 self._writer.close()
         except Exception:  # noqa: BLE001 - the file goes anyway
             pass
-        self.path.unlink(missing_ok=True)
-        _remove_empty_parents(self.root, self.path)
+        _delete_file(self.root, self.path)
 
 
 class Encoders:
@@ -503,22 +510,15 @@ def _bounds(column: pa.Array) -> tuple[Any, Any]:
     return bounds["min"].as_py(), bounds["max"].as_py()
 
 
-def remove_data_file(root: Path, schema: TableSchema, partition: bytes, bucket: int, f: dict[str, Any]) -> None:
+def remove_data_file(root: Location, schema: TableSchema, partition: bytes, bucket: int, f: dict[str, Any]) -> None:
     values = _binary.decode(partition, [schema.field(k).type for k in schema.partition_keys])
-    path = root / bucket_dir(schema, values, bucket) / f["_FILE_NAME"]
-    path.unlink(missing_ok=True)
-    _remove_empty_parents(root, path)
+    _delete_file(root, root / bucket_dir(schema, values, bucket) / f["_FILE_NAME"])
 
 
-def _remove_empty_parents(root: Path, path: Path) -> None:
-    """Removes the directories above ``path`` that are left empty, up to ``root``."""
-    for directory in path.parents:
-        if directory == root or root not in directory.parents:
-            return
-        try:
-            directory.rmdir()
-        except OSError:
-            return  # not empty
+def _delete_file(root: Location, path: Location) -> None:
+    """Removes a data file and the directories it leaves empty."""
+    root.store.delete(path.path)
+    root.store.remove_empty_dirs(root.path, path.path)
 
 
 def group_boundaries(groups: pa.Array) -> list[tuple[int, int, int]]:
