@@ -14,23 +14,28 @@ import pyarrow.parquet as pq
 from pyspark.sql import SparkSession
 from pyspark.sql.utils import is_remote
 
-url, archive, out, *files = sys.argv[1:]
-spark = SparkSession.builder.remote(url).getOrCreate()
-try:
-    spark.addArtifacts(f"{archive}#env", archive=True)
-    spark.conf.set("spark.sql.execution.pyspark.python", "env/bin/python")
-    versions = [spark.read.parquet(path) for path in files]
-    pq.write_table(mcs.upsert(versions, key="uuid", num_partitions=4, **mcs.CONTEST).toArrow(), out)
 
-    def where_merge_core_is(batches):  # run by the executors' Python workers
-        import merge_core
-        import pyarrow
+def main(url: str, archive: str, out: str, *files: str) -> None:
+    spark = SparkSession.builder.remote(url).getOrCreate()
+    try:
+        spark.addArtifacts(f"{archive}#env", archive=True)
+        spark.conf.set("spark.sql.execution.pyspark.python", "env/bin/python")
+        versions = [spark.read.parquet(path) for path in files]
+        pq.write_table(mcs.upsert(versions, key="uuid", num_partitions=4, **mcs.CONTEST).toArrow(), out)
 
-        for _ in batches:
-            pass
-        yield pyarrow.record_batch({"module": [merge_core.__file__]})
+        def where_merge_core_is(batches):  # run by the executors' Python workers
+            import merge_core
+            import pyarrow
 
-    found = spark.range(2, numPartitions=2).mapInArrow(where_merge_core_is, "module string").collect()
-    print(json.dumps({"connect": is_remote(), "modules": sorted({row.module for row in found})}))
-finally:
-    spark.stop()
+            for _ in batches:
+                pass
+            yield pyarrow.record_batch({"module": [merge_core.__file__]})
+
+        found = spark.range(2, numPartitions=2).mapInArrow(where_merge_core_is, "module string").collect()
+        print(json.dumps({"connect": is_remote(), "modules": sorted({row.module for row in found})}))
+    finally:
+        spark.stop()
+
+
+if __name__ == "__main__":  # pytest imports this file when it collects doctests
+    main(*sys.argv[1:])
