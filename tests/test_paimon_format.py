@@ -16,6 +16,7 @@ import pytest
 from helpers import pypaimon_commit
 from merge_core.paimon._binary import decode
 from merge_core.paimon._dv import MAGIC_32, MAGIC_64, deleted_positions
+from merge_core.paimon._fs import Location, resolve
 from merge_core.paimon._meta import DeletionVector
 from merge_core.paimon._paths import java_string, partition_dir
 from merge_core.paimon._schema import TableSchema, arrow_type
@@ -113,7 +114,7 @@ def test_partitions_of_each_type_written_by_pypaimon(tmp_path, partition_type, v
     assert {r["p"] for r in one.to_pylist()} == {values[0]}
 
 
-def index_file(tmp_path, entries: list[tuple[bytes, int]]) -> tuple[str, list[tuple[int, int]]]:
+def index_file(tmp_path, entries: list[tuple[bytes, int]]) -> tuple[Location, list[tuple[int, int]]]:
     """An index file of serialized bitmaps (bitmap bytes, magic): its path and each entry's
     (offset, manifest length), framed as Paimon's DeletionFileWriter frames them."""
     out, ranges = bytearray([1]), []
@@ -125,7 +126,7 @@ def index_file(tmp_path, entries: list[tuple[bytes, int]]) -> tuple[str, list[tu
         out += struct.pack(">i", len(body)) + body + struct.pack(">I", zlib.crc32(body))
     path = tmp_path / "index-0"
     path.write_bytes(bytes(out))
-    return str(path), ranges
+    return resolve(path), ranges
 
 
 def test_deletion_vectors_of_both_widths(tmp_path):
