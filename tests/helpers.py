@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 import pyarrow as pa
@@ -44,3 +45,10 @@ def pypaimon_rust_rows(root: Path, snapshot: int | None = None) -> list[dict]:
     table = PaimonCatalog({"warehouse": str(root.parent.parent)}).get_table((root.parent.name[:-3], root.name))
     builder = table.new_read_builder({} if snapshot is None else {"scan.snapshot-id": str(snapshot)})
     return [r for b in builder.new_read().read(builder.new_scan().plan().splits()) for r in b.to_pylist()]
+
+
+def free_port() -> int:
+    """A TCP port of 127.0.0.1 that nothing listens on (for a server a test starts)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

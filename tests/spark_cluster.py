@@ -13,7 +13,6 @@ import contextlib
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -21,17 +20,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pyspark
+from helpers import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 SPARK_HOME = Path(pyspark.__file__).parent
 LOOPBACK = "127.0.0.1"
 CONNECT_SERVER = "org.apache.spark.sql.connect.service.SparkConnectServer"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind((LOOPBACK, 0))
-        return s.getsockname()[1]
 
 
 def spark_env(log_dir: Path) -> dict[str, str]:

@@ -89,9 +89,11 @@ def plan(
     schema: pa.Schema,
     null_strings: list[str],
     destinations: int,
+    footers: list[pq.FileMetaData] | None = None,
 ) -> Plan:
-    """Reads the inputs' footers and shares their row groups among ``destinations``."""
-    footers = [pq.read_metadata(path) for path in paths]
+    """Shares the inputs' row groups among ``destinations``; ``footers``: the inputs'
+    footers, when the caller has read them already (else they are read here)."""
+    footers = footers if footers is not None else [pq.read_metadata(path) for path in paths]
     groups = [g for version, footer in enumerate(footers) for g in _groups(version, footer, keys)]
     cuts = _cuts(groups, destinations) if _rangeable(schema, keys, groups) else None
     direct: list[list[Group]] = [[] for _ in range(destinations)]

@@ -279,7 +279,8 @@ def upsert_files(
 
     keys = column_names(key, "key")
     null_strings = list(null_strings)
-    schemas = [_parquet_schema(path) for path in inputs]
+    footers = [_parquet_footer(path) for path in inputs]  # read once: the plan reuses them
+    schemas = [footer.schema.to_arrow_schema() for footer in footers]
     columns = _check_versions([s.names for s in schemas], keys, null_strings)
     for i, schema in enumerate(schemas[1:], 1):
         for name in columns:
@@ -298,7 +299,7 @@ def upsert_files(
     os.makedirs(staging)
     schema = pa.schema([schemas[0].field(c) for c in columns])
     tagged_schema = schema.append(pa.field(VERSION_COLUMN, pa.int32(), False))
-    plan = _upsert_files.plan(list(inputs), columns, keys, tagged_schema, null_strings, buckets)
+    plan = _upsert_files.plan(list(inputs), columns, keys, tagged_schema, null_strings, buckets, footers)
     exchange = os.path.join(staging, "_exchange")
 
     def exchange_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -394,11 +395,11 @@ def _versions_buffer(schema: pa.Schema, keys: list[str], row_kind: str | None, m
     )
 
 
-def _parquet_schema(path: str) -> pa.Schema:
+def _parquet_footer(path: str) -> Any:
     import pyarrow.parquet as pq
 
     try:
-        return pq.read_schema(path)
+        return pq.read_metadata(path)
     except FileNotFoundError:
         raise InvalidInputError(f"no such file: {path}") from None
     except (OSError, pa.ArrowInvalid) as e:
