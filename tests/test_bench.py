@@ -74,6 +74,10 @@ def test_bench_command_writes_a_checked_report(tmp_path):
     for label in ("sorted by key", "unsorted"):  # #21: each input byte read once, at 8 and 64 buckets
         found = re.search(rf"- inputs {label}: 8 buckets ([\d.]+) .*, 64 buckets ([\d.]+) ", report)
         assert found and all(float(ratio) <= 1.1 for ratio in found.groups()), label
+    floor = re.search(r"Spark SQL ([\d.]+) s .*`upsert` ([\d.]+) s .*alone, nothing done after it, ([\d.]+) s", report)
+    assert floor and all(float(seconds) > 0 for seconds in floor.groups()), report  # #21: the shuffle path's floor
+    spark = {r[0]: r for r in table_rows(report, SECTIONS["spark"])}
+    assert all(re.fullmatch(r"[\d.]+", r[6]) for r in spark.values()), spark  # CPU seconds of the process tree
     assert os.listdir(scratch) == [], "the bench left temporary files"
 
 

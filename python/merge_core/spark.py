@@ -226,7 +226,7 @@ def upsert(
     keys = column_names(key, "key")
     columns = _check_versions([list(df.columns) for df in versions], keys, null_strings)
     check_workers(versions[0].sparkSession)
-    union = _tagged_union(versions, columns, null_strings)
+    union = tagged_union(versions, columns, null_strings)
     partitions = num_partitions or _parallelism(union.sparkSession)
     shuffled = union.repartition(partitions, *keys)
     output = _output_schema(versions[0].select(*columns).schema, keys, merge)
@@ -406,9 +406,11 @@ def _parquet_footer(path: str) -> Any:
         raise InvalidInputError(f"cannot read {path} as Parquet: {e}") from None
 
 
-def _tagged_union(versions: Sequence[DataFrame], columns: list[str], null_strings: Iterable[str]) -> DataFrame:
-    """All versions' rows, columns in one order, tagged with their version index; in
-    versions after the first, the string 'null' in ``null_strings`` columns becomes null."""
+def tagged_union(versions: Sequence[DataFrame], columns: list[str], null_strings: Iterable[str]) -> DataFrame:
+    """All versions' rows, columns in one order, tagged with their version index (in
+    ``VERSION_COLUMN``); in versions after the first, the string 'null' in
+    ``null_strings`` columns becomes null. What :func:`upsert` hands to Spark's exchange,
+    and what :func:`contest_upsert_spark_sql` groups."""
     from pyspark.sql import functions as F
 
     tagged = []
@@ -441,7 +443,7 @@ def contest_upsert_spark_sql(versions: Sequence[DataFrame], key: str = "uuid") -
     from pyspark.sql import functions as F
 
     columns = list(versions[0].columns)
-    union = _tagged_union(versions, columns, CONTEST["null_strings"])
+    union = tagged_union(versions, columns, CONTEST["null_strings"])
     version = F.col(VERSION_COLUMN)
     aggregates = [
         F.sum(c).alias(c) if c == "requests" else F.max_by(c, F.when(F.col(c).isNotNull(), version)).alias(c)

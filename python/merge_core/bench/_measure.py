@@ -77,6 +77,38 @@ def cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def tree_cpu_seconds() -> float | None:
+    """CPU time used so far by this process and every process below it (Spark's JVM and
+    its Python workers), exited children included once their parent reaped them; None
+    where /proc is missing."""
+    import os
+
+    try:
+        pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return None
+    parents, ticks = {}, {}
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # exited meanwhile
+        parents[pid] = int(fields[1])
+        ticks[pid] = sum(int(x) for x in fields[11:15])  # utime, stime, cutime, cstime
+
+    def below_us(pid: int) -> bool:
+        for _ in range(64):  # a chain of parents is short; a loop would be a /proc race
+            if pid == os.getpid():
+                return True
+            pid = parents.get(pid, 0)
+            if pid <= 1:
+                return False
+        return False
+
+    return sum(t for pid, t in ticks.items() if below_us(pid)) / os.sysconf("SC_CLK_TCK")
+
+
 def rss() -> int:
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * resource.getpagesize()

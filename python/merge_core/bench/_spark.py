@@ -8,7 +8,7 @@ import time
 
 from merge_core import contest
 
-from ._measure import Run, Section, progress
+from ._measure import Run, Section, progress, tree_cpu_seconds
 from ._upsert import contest_versions, write_sorted_runs
 
 #: Spark settings of the benchmark session, reported with its figures.
@@ -40,17 +40,71 @@ def compare_pipelines(spark, paths: list[str], folder: str, repeat: int) -> list
         ).write.parquet(out),
         "Spark SQL (union + groupBy)": lambda out: mcs.contest_upsert_spark_sql(versions).write.parquet(out),
     }
-    best = {name: float("inf") for name in pipelines}
-    for attempt in range(repeat):  # alternating, so a noisy moment hurts both
-        for i, (name, job) in enumerate(pipelines.items()):
-            start = time.perf_counter()
-            job(os.path.join(folder, f"out-{i}-{attempt}"))
-            best[name] = min(best[name], time.perf_counter() - start)
-            progress(f"  {name}: {time.perf_counter() - start:.2f} s")
+    best = alternating(pipelines, repeat, lambda i, attempt: os.path.join(folder, f"out-{i}-{attempt}"))
     reference = os.path.join(folder, "out-0-0")
     return [
-        Run(name, best[name], total, same=same_output(spark, reference, os.path.join(folder, f"out-{i}-0")))
+        Run(
+            name,
+            best[name][0],
+            total,
+            same=same_output(spark, reference, os.path.join(folder, f"out-{i}-0")),
+            cpu_seconds=best[name][1],
+        )
         for i, name in enumerate(pipelines)
+    ]
+
+
+def alternating(jobs: dict, repeat: int, argument) -> dict[str, tuple[float, float | None]]:
+    """Each job's best (seconds, CPU seconds of this process tree: the JVM's and its Python
+    workers'), the jobs run in turn `repeat` times so that a noisy moment hurts all;
+    `argument(i, attempt)` is what the job of index `i` is called with."""
+    best: dict[str, tuple[float, float | None]] = {name: (float("inf"), None) for name in jobs}
+    for attempt in range(repeat):
+        for i, (name, job) in enumerate(jobs.items()):
+            cpu, start = tree_cpu_seconds(), time.perf_counter()
+            job(argument(i, attempt))
+            seconds, after = time.perf_counter() - start, tree_cpu_seconds()
+            progress(f"  {name}: {seconds:.2f} s")
+            if seconds < best[name][0]:
+                best[name] = (seconds, None if cpu is None or after is None else after - cpu)
+    return best
+
+
+def exchange_floor(spark, paths: list[str], repeat: int) -> list[str]:
+    """The report's lines on how far the shuffle path can go: Spark SQL, `upsert` and the
+    exchange alone (the versions scanned, tagged and repartitioned by key, nothing done
+    after it), each run to Spark's noop sink so that no writer's cost hides theirs."""
+    import merge_core.spark as mcs
+
+    versions = [spark.read.parquet(p) for p in paths]
+    columns = list(versions[0].columns)
+    jobs = {
+        "Spark SQL": lambda: mcs.contest_upsert_spark_sql(versions),
+        "merge-core upsert": lambda: mcs.upsert(versions, "uuid", **mcs.CONTEST),
+        "the exchange alone": lambda: mcs.tagged_union(versions, columns, mcs.CONTEST["null_strings"]).repartition(
+            int(spark.conf.get("spark.sql.shuffle.partitions")), "uuid"
+        ),
+    }
+    best = alternating(
+        {
+            name: (lambda sink, make=make: make().write.format("noop").mode("overwrite").save())
+            for name, make in jobs.items()
+        },
+        repeat,
+        lambda i, attempt: None,
+    )
+    sql, upsert, floor = (best[name] for name in jobs)
+
+    def cpu(figures: tuple[float, float | None]) -> str:
+        return "" if figures[1] is None else f" ({figures[1]:.2f} CPU s)"
+
+    return [
+        "",
+        "The shuffle path's floor, each job run to Spark's noop sink (no output written), best of"
+        f" {repeat}: Spark SQL {sql[0]:.2f} s{cpu(sql)}, merge-core `upsert` {upsert[0]:.2f} s{cpu(upsert)},"
+        f" and Spark's scan and exchange of the versions alone, nothing done after it, {floor[0]:.2f} s{cpu(floor)}."
+        f" `upsert` is {sql[0] / upsert[0]:.2f}x faster than Spark SQL; a pipeline after Spark's exchange could be"
+        f" at most {sql[0] / floor[0]:.2f}x faster even if handing the rows to Python and folding them were free.",
     ]
 
 
@@ -94,8 +148,9 @@ def run(folder: str, base_rows: int, repeat: int, spark) -> Section:
             "`upsert_files`: one Spark task per key bucket (one bucket per core) folds in Rust and writes its part;"
             " the inputs, unsorted here, are read once by a first stage that writes each row into its bucket's"
             " exchange file; `upsert`: Spark shuffles the rows by key and `mapInArrow` hands each"
-            " task's batches to Rust. Memory is the JVM's and the Python workers', not measured here.",
+            " task's batches to Rust. Memory is the JVM's and the Python workers', not measured here;"
+            " CPU seconds are theirs and the driver's (every process of the run's process tree).",
         ],
         runs,
-        after=bytes_read(spark, paths, folder),
+        after=bytes_read(spark, paths, folder) + exchange_floor(spark, paths, repeat),
     )
