@@ -301,3 +301,93 @@ def test_a_missing_data_object_is_named(bucket):
     boto3.client("s3").delete_object(Bucket=bucket, Key=gone)
     with pytest.raises(mc.CorruptTableError, match=f"s3://{bucket}/{gone} is missing"):
         table.read().read_all()
+
+
+def test_upsert_files_reads_and_writes_s3_as_local_files(spark, bucket, endpoint, tmp_path):
+    """`upsert_files` with s3:// inputs and output, on Spark: the executors reach the store
+    through the explicit filesystem (pickled to them), read each input byte once, and
+    leave only the parts; the rows equal those of the same upsert on local files."""
+    import merge_core.spark as mcs
+    from merge_core import contest
+
+    local = contest.generate(str(tmp_path / "in"), rows=2000, increments=4, seed=3)
+    s3 = pafs.S3FileSystem(endpoint_override=endpoint, access_key="testing", secret_key="testing", region="us-east-1")
+    inputs = []
+    for path in local:
+        inputs.append(f"s3://{bucket}/in/{os.path.basename(path)}")
+        pafs.copy_files(path, inputs[-1][len("s3://") :], destination_filesystem=s3)
+    before = objects(bucket)
+    counts = mcs.upsert_files(spark, inputs, f"s3://{bucket}/out", "uuid", buckets=3, filesystem=s3, **mcs.CONTEST)
+    want = mcs.upsert_files(spark, local, str(tmp_path / "out"), "uuid", buckets=3, **mcs.CONTEST)
+    assert objects(bucket) == sorted(
+        [*before, "out/part-00000.parquet", "out/part-00001.parquet", "out/part-00002.parquet"]
+    )
+    got = pq.read_table(f"{bucket}/out", filesystem=s3).sort_by("uuid")
+    assert got.to_pylist() == pq.read_table(tmp_path / "out").sort_by("uuid").to_pylist()
+    assert counts == want and counts["bytes_read"] == counts["input_bytes"] > 0
+
+
+def test_upsert_files_names_bad_paths_and_leaves_nothing(spark, bucket, endpoint, tmp_path):
+    import merge_core.spark as mcs
+    from merge_core import contest
+
+    s3 = pafs.S3FileSystem(endpoint_override=endpoint, access_key="testing", secret_key="testing", region="us-east-1")
+    local = contest.generate(str(tmp_path / "in"), rows=100, increments=1, seed=3)
+    with pytest.raises(mc.InvalidInputError, match=f"no such file: s3://{bucket}/in/missing.parquet"):
+        mcs.upsert_files(spark, [f"s3://{bucket}/in/missing.parquet"], f"s3://{bucket}/out", "uuid", filesystem=s3)
+    with pytest.raises(mc.UnsupportedFeatureError, match="gs://"):
+        mcs.upsert_files(spark, [f"gs://{bucket}/in/a.parquet"], str(tmp_path / "out"), "uuid")
+    pafs.copy_files(local[0], f"{bucket}/out/other.parquet", destination_filesystem=s3)
+    with pytest.raises(mc.InvalidInputError, match="is not an empty folder"):
+        mcs.upsert_files(spark, [f"s3://{bucket}/out/other.parquet"], f"s3://{bucket}/out", "uuid", filesystem=s3)
+    assert objects(bucket) == ["out/other.parquet"]
+    assert not os.path.exists("gs:") and not (tmp_path / "out").exists()
+
+
+def test_a_failed_upsert_files_leaves_no_object(spark, bucket, endpoint):
+    import merge_core.spark as mcs
+
+    s3 = pafs.S3FileSystem(endpoint_override=endpoint, access_key="testing", secret_key="testing", region="us-east-1")
+    inputs = [f"s3://{bucket}/in/{i}.parquet" for i in range(2)]
+    for path in inputs:  # key 1's sum overflows int64 in a task of the second stage
+        pq.write_table(pa.table({"k": [1, 2], "n": [2**62, 1]}), path[len("s3://") :], filesystem=s3)
+    with pytest.raises(Exception, match="overflow"):
+        mcs.upsert_files(spark, inputs, f"s3://{bucket}/out", "k", merge=mc.Aggregate({"n": "sum"}), filesystem=s3)
+    assert objects(bucket) == ["in/0.parquet", "in/1.parquet"]
+
+
+def test_merge_reads_s3_runs_as_it_reads_local_files(bucket, endpoint, tmp_path):
+    s3 = pafs.S3FileSystem(endpoint_override=endpoint, access_key="testing", secret_key="testing", region="us-east-1")
+    runs = [batch(seed, first_key=0).group_by("k").aggregate([("v", "max")]).sort_by("k") for seed in (1, 2, 3)]
+    local = []
+    for i, run in enumerate(runs):
+        local.append(str(tmp_path / f"{i}.parquet"))
+        pq.write_table(run, local[-1], row_group_size=17)  # several row groups per run
+        pq.write_table(run, f"{bucket}/runs/{i}.parquet", filesystem=s3, row_group_size=17)
+    want = mc.merge(local, key="k", batch_size=50).read_all()
+    assert want.num_rows > 0
+    uris = [f"s3://{bucket}/runs/{i}.parquet" for i in range(3)]
+    assert mc.merge(uris, key="k", batch_size=50).read_all().equals(want)  # the AWS_* variables
+    paths = [f"{bucket}/runs/{i}.parquet" for i in range(3)]
+    assert mc.merge(paths, key="k", batch_size=50, filesystem=s3).read_all().equals(want)
+    with pytest.raises(mc.InvalidInputError, match=f"no such file: s3://{bucket}/runs/9.parquet"):
+        mc.merge([*uris, f"s3://{bucket}/runs/9.parquet"], key="k")
+    with pytest.raises(mc.UnsupportedFeatureError, match="gs://"):
+        mc.merge([f"gs://{bucket}/runs/0.parquet"], key="k")
+
+
+def test_spark_writes_and_reads_an_s3_table_through_its_filesystem(spark, bucket, endpoint, monkeypatch, tmp_path):
+    """The executors open the table with the driver's filesystem (they do not see the
+    test's AWS_* variables: local Spark's workers were started before they were set)."""
+    import merge_core.spark as mcs
+
+    s3 = pafs.S3FileSystem(endpoint_override=endpoint, access_key="testing", secret_key="testing", region="us-east-1")
+    table = create(f"s3://{bucket}/wh/db.db/t", filesystem=s3)
+    local = create(tmp_path / "t")
+    for seed in (4, 5):
+        data = batch(seed)
+        mcs.write(spark.createDataFrame(data.to_pandas()), table)
+        local.write(data)
+    got = mcs.read(spark, table).toPandas()
+    assert sorted(got.to_dict("records"), key=lambda r: (r["p"], r["k"])) == rows(local)
+    assert rows(table) == rows(local)

@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from merge_core import _upsert_files
+from merge_core.paimon._fs import resolve
 
 VERSION = "__merge_core_version"
 
@@ -41,8 +42,8 @@ def run_stages(paths: list[str], key, destinations: int, folder, merge="deduplic
     schema = pq.read_schema(paths[0])
     tagged = schema.append(pa.field(VERSION, pa.int32(), False))
     keys = [key] if isinstance(key, str) else key
-    plan = _upsert_files.plan(paths, schema.names, keys, tagged, [], destinations)
-    exchange = os.path.join(folder, "exchange")
+    plan = _upsert_files.plan([resolve(p) for p in paths], schema.names, keys, tagged, [], destinations)
+    exchange = resolve(os.path.join(folder, "exchange"))
     counts = {"bytes_read": 0, "exchanged_bytes": 0, "input_bytes": plan.input_bytes, "ranges": plan.cuts is not None}
     for task in range(len(plan.exchanged)):
         for name, value in _upsert_files.exchange(plan, task, exchange).items():
@@ -125,8 +126,8 @@ def test_one_file(tmp_path):
 def test_statistics_are_checked_not_trusted(tmp_path):
     paths = write_versions(tmp_path, [pa.table({"k": np.arange(1000, dtype=np.int64)})], row_group_size=500)
     schema = pq.read_schema(paths[0]).append(pa.field(VERSION, pa.int32(), False))
-    plan = _upsert_files.plan(paths, ["k"], ["k"], schema, [], 2)
+    plan = _upsert_files.plan([resolve(p) for p in paths], ["k"], ["k"], schema, [], 2)
     assert plan.cuts == [500]
     lying = dataclasses.replace(plan, cuts=[250])  # as if the first row group's statistics said [0, 249]
     with pytest.raises(mc.InvalidInputError, match="row group 0 holds keys from 0 to 499"):
-        list(_upsert_files.destination_rows(lying, 0, str(tmp_path / "none"), _upsert_files.Reader(lying)))
+        list(_upsert_files.destination_rows(lying, 0, resolve(tmp_path / "none"), _upsert_files.Reader(lying)))

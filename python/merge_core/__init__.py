@@ -48,6 +48,7 @@ def merge(
     batch_size: int = 8192,
     sequence_order: Literal["ascending", "descending"] = "ascending",
     threads: int | None = None,
+    filesystem: Any = None,
 ) -> Stream:
     """Merge sorted runs key by key, folding the versions of each key.
 
@@ -55,9 +56,10 @@ def merge(
         runs: the runs, oldest first. Each is a pyarrow Table, RecordBatch or
             RecordBatchReader, an iterable of RecordBatches, any object with
             ``__arrow_c_stream__`` (polars, DuckDB, DataFusion), or the path of a
-            Parquet file (``str`` or ``os.PathLike``), decoded in Rust ahead of the
-            merge. Each must be sorted ascending by ``key``, with each key at most once
-            unless ``merge="none"``.
+            Parquet file (``str`` or ``os.PathLike``): a local one is decoded in Rust
+            ahead of the merge; an ``s3://`` URI (or a path on ``filesystem``) is read
+            through pyarrow. Each must be sorted ascending by ``key``, with each key at
+            most once unless ``merge="none"``.
         key: the key column, or several (compared column by column).
         sequence: column(s) ordering the versions of a key (Paimon's ``sequence.field``): a
             higher value is newer, a null older than any value, equal values fall back to
@@ -73,6 +75,8 @@ def merge(
             ``sequence.field.sort-order``).
         threads: how many Parquet files are decoded at once, beside the merge (default:
             one per core).
+        filesystem: a ``pyarrow.fs.FileSystem`` the paths are on (default: local paths,
+            ``file://`` and ``s3://`` URIs, S3 configured by the ``AWS_*`` variables).
 
     Returns:
         A lazy :class:`Stream` of record batches; the merge runs as it is consumed.
@@ -90,7 +94,7 @@ def merge(
     spec = merge_spec(merge)
     descending = is_descending(sequence_order)
     try:
-        sources = as_stream_sources(runs)
+        sources = as_stream_sources(runs, filesystem)
         threads = check_threads(threads)
         return _native.merge(sources, keys, sequences, descending, row_kind, spec, algorithm, batch_size, threads)
     except ValueError as e:

@@ -82,14 +82,21 @@ def batches_of(source: Any) -> tuple[pa.Schema, Iterable[pa.RecordBatch]]:
     return reader.schema, reader
 
 
-def as_stream_sources(runs: Any) -> list[Any]:
+#: Rows per batch read from a remote Parquet run.
+REMOTE_BATCH_ROWS = 65536
+
+
+def as_stream_sources(runs: Any, filesystem: Any = None) -> list[Any]:
     """Normalises a list of runs; an empty iterable becomes an empty run of the others'
-    schema; a path (of a Parquet file, read in Rust) stays a path, as a ``str``."""
+    schema; a local path (of a Parquet file, read in Rust) stays a path, as a ``str``; a
+    remote one (a URI, or a path on ``filesystem``) becomes a reader of its batches."""
     if hasattr(runs, "__arrow_c_stream__") or isinstance(runs, pa.RecordBatch):
         raise InvalidInputError("runs must be a list of runs (got a single table; wrap it in a list)")
     if isinstance(runs, (str, os.PathLike)):
         raise InvalidInputError("runs must be a list of runs (got a single path; wrap it in a list)")
-    sources = [_parquet_path(run) if isinstance(run, (str, os.PathLike)) else as_stream_source(run) for run in runs]
+    sources = [
+        _parquet_path(run, filesystem) if isinstance(run, (str, os.PathLike)) else as_stream_source(run) for run in runs
+    ]
     if all(s is not None for s in sources):
         return sources
     schema = next((_schema_of(s) for s in sources if s is not None), None)
@@ -98,11 +105,25 @@ def as_stream_sources(runs: Any) -> list[Any]:
     return [pa.RecordBatchReader.from_batches(schema, []) if s is None else s for s in sources]
 
 
-def _parquet_path(path: str | os.PathLike[str]) -> str:
-    path = os.fspath(path)
-    if not os.path.isfile(path):
-        raise InvalidInputError(f"no such file: {path} (a run given as a path is a Parquet file)")
-    return path
+def _parquet_path(path: str | os.PathLike[str], filesystem: Any) -> Any:
+    """A local file's path, or a reader of a remote file's batches (opened now, so that
+    a missing file is named before the merge starts)."""
+    import pyarrow.parquet as pq
+
+    from .paimon._fs import resolve
+
+    location = resolve(path, filesystem)
+    if location.store.local:
+        if not os.path.isfile(location.path):
+            raise InvalidInputError(f"no such file: {location} (a run given as a path is a Parquet file)")
+        return location.path
+    try:
+        parquet = pq.ParquetFile(location.store.open_input(location.path))
+    except FileNotFoundError:
+        raise InvalidInputError(f"no such file: {location} (a run given as a path is a Parquet file)") from None
+    except (OSError, pa.ArrowException) as e:
+        raise InvalidInputError(f"{location}: not a readable Parquet file ({e})") from e
+    return pa.RecordBatchReader.from_batches(parquet.schema_arrow, parquet.iter_batches(REMOTE_BATCH_ROWS))
 
 
 def _schema_of(source: Any) -> pa.Schema:

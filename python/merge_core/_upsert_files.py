@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import bisect
 import io
-import os
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -41,6 +40,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .errors import InvalidInputError
+from .paimon._fs import Location
 
 #: Rows per batch read from the inputs.
 BATCH_ROWS = 65536
@@ -62,7 +62,7 @@ class Group:
 class Plan:
     """What every task of one ``upsert_files`` does (made once, on the driver)."""
 
-    paths: list[str]
+    inputs: list[Location]
     footers: list[pq.FileMetaData]
     columns: list[str]
     keys: list[str]
@@ -83,7 +83,7 @@ class Plan:
 
 
 def plan(
-    paths: list[str],
+    inputs: list[Location],
     columns: list[str],
     keys: list[str],
     schema: pa.Schema,
@@ -93,7 +93,11 @@ def plan(
 ) -> Plan:
     """Shares the inputs' row groups among ``destinations``; ``footers``: the inputs'
     footers, when the caller has read them already (else they are read here)."""
-    footers = footers if footers is not None else [pq.read_metadata(path) for path in paths]
+    if footers is None:
+        footers = []
+        for source in inputs:
+            with source.store.open_input(source.path) as file:
+                footers.append(pq.read_metadata(file))
     groups = [g for version, footer in enumerate(footers) for g in _groups(version, footer, keys)]
     cuts = _cuts(groups, destinations) if _rangeable(schema, keys, groups) else None
     direct: list[list[Group]] = [[] for _ in range(destinations)]
@@ -106,7 +110,7 @@ def plan(
         else:
             exchanged.append(group)
     return Plan(
-        paths,
+        inputs,
         footers,
         columns,
         keys,
@@ -184,20 +188,35 @@ def _balanced(groups: list[Group], tasks: int) -> list[list[Group]]:
     return [sorted(share, key=lambda g: (g.version, g.index)) for share in shares]
 
 
-class CountingFile(io.FileIO):
-    """A file that counts the bytes read from it (what Arrow's Parquet reader asked for)."""
+class CountingFile(io.RawIOBase):
+    """A file of any store that counts the bytes read from it (what Arrow's Parquet
+    reader asked for)."""
 
-    bytes_read = 0
+    def __init__(self, location: Location) -> None:
+        self._file = location.store.open_input(location.path)
+        self.bytes_read = 0
 
-    def read(self, size: int = -1) -> bytes:
-        data = super().read(size)
-        self.bytes_read += len(data)
-        return data
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
 
     def readinto(self, buffer: Any) -> int:
-        n = super().readinto(buffer)
-        self.bytes_read += n or 0
-        return n
+        data = self._file.read(len(buffer))
+        buffer[: len(data)] = data
+        self.bytes_read += len(data)
+        return len(data)
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        return self._file.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self._file.tell()
+
+    def close(self) -> None:
+        self._file.close()
+        super().close()
 
 
 class Reader:
@@ -212,7 +231,7 @@ class Reader:
         """Each group's batches, one file open at a time (``groups`` in file order)."""
         for version in sorted({g.version for g in groups}):
             mine = [g for g in groups if g.version == version]
-            with CountingFile(self.plan.paths[version]) as file:
+            with CountingFile(self.plan.inputs[version]) as file:
                 parquet = pq.ParquetFile(file, metadata=self.plan.footers[version])
                 try:
                     for group in mine:
@@ -237,43 +256,46 @@ class Reader:
 EXCHANGE_OPTIONS = pa.ipc.IpcWriteOptions(compression=pa.Codec("zstd", compression_level=1))
 
 
-def exchange(plan: Plan, task: int, folder: str) -> dict[str, int]:
+def exchange(plan: Plan, task: int, folder: Location) -> dict[str, int]:
     """The first stage's task ``task``: reads its row groups once and writes each row into
-    ``folder/<destination>/``. Files are renamed into place when all are written, so a
-    failed attempt leaves only ``.tmp`` files, which the second stage does not read."""
-    reader, writers, written = Reader(plan), {}, {}
+    ``folder/<destination>/``. Files are moved into place when all are written, so a
+    failed attempt leaves only ``.tmp`` files, which the second stage does not read (and
+    a retry replaces what an attempt that failed while moving left)."""
+    reader, writers = Reader(plan), {}
     attempt = uuid.uuid4().hex
     try:
         for _, batch in reader.groups(plan.exchanged[task]):
             for destination, rows in _split(batch, _destinations(plan, batch)):
                 if destination not in writers:
-                    os.makedirs(os.path.join(folder, f"{destination:05d}"), exist_ok=True)
-                    path = os.path.join(folder, f"{destination:05d}", f"{task:05d}-{attempt}.tmp")
-                    writers[destination] = (path, pa.ipc.new_file(path, plan.schema, options=EXCHANGE_OPTIONS))
-                writers[destination][1].write_batch(rows)
+                    path = folder / f"{destination:05d}" / f"{task:05d}-{attempt}.tmp"
+                    sink = path.store.open_output(path.path)
+                    writers[destination] = (path, sink, pa.ipc.new_file(sink, plan.schema, options=EXCHANGE_OPTIONS))
+                writers[destination][2].write_batch(rows)
     finally:
-        for _, writer in writers.values():
+        for _, sink, writer in writers.values():
             writer.close()
-    for path, _ in writers.values():
-        final = path[: -len(f"-{attempt}.tmp")] + ".arrow"
-        os.replace(path, final)
-        written[final] = os.path.getsize(final)
-    return {"bytes_read": reader.bytes_read, "exchanged_bytes": sum(written.values())}
+            sink.close()
+    written = 0
+    for path, _, _ in writers.values():
+        final = path.path[: -len(f"-{attempt}.tmp")] + ".arrow"
+        path.store.move(path.path, final)
+        written += path.store.info(final).size
+    return {"bytes_read": reader.bytes_read, "exchanged_bytes": written}
 
 
-def destination_rows(plan: Plan, destination: int, folder: str, reader: Reader) -> Iterator[pa.RecordBatch]:
+def destination_rows(plan: Plan, destination: int, folder: Location, reader: Reader) -> Iterator[pa.RecordBatch]:
     """The second stage's input for ``destination``: its direct row groups (each checked
     against its range) and the rows the first stage wrote for it."""
     for group, batch in reader.groups(plan.direct[destination]):
         if plan.cuts is not None:  # (with hash buckets, only a lone bucket has direct row groups)
             _check_range(plan, destination, group, batch)
         yield batch
-    mine = os.path.join(folder, f"{destination:05d}")
-    names = sorted(n for n in os.listdir(mine) if n.endswith(".arrow")) if os.path.isdir(mine) else []
-    for name in names:
-        with pa.ipc.open_file(os.path.join(mine, name)) as written:
-            for i in range(written.num_record_batches):
-                yield written.get_batch(i)
+    mine = folder / f"{destination:05d}"
+    for name in mine.names():
+        if name.endswith(".arrow"):
+            with mine.store.open_input((mine / name).path) as file, pa.ipc.open_file(file) as written:
+                for i in range(written.num_record_batches):
+                    yield written.get_batch(i)
 
 
 def _destinations(plan: Plan, batch: pa.RecordBatch) -> np.ndarray:
@@ -311,6 +333,6 @@ def _check_range(plan: Plan, destination: int, group: Group, batch: pa.RecordBat
     low, high = found["min"].as_py(), found["max"].as_py()
     if key.null_count or plan.destination_of(low) != destination or plan.destination_of(high) != destination:
         raise InvalidInputError(
-            f"{plan.paths[group.version]}: row group {group.index} holds keys from {low!r} to {high!r} (or nulls),"
+            f"{plan.inputs[group.version]}: row group {group.index} holds keys from {low!r} to {high!r} (or nulls),"
             f" outside its statistics ({group.low!r} to {group.high!r})"
         )

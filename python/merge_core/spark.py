@@ -20,13 +20,13 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import shutil
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from functools import reduce
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 
 from . import _upsert_files
 from ._filter import DynamicFilter
@@ -36,6 +36,7 @@ from ._sort import SortBuffer, sort
 from .contest import CONTEST_MERGE
 from .errors import InvalidInputError, MergeCoreError
 from .paimon import Table, summary
+from .paimon._fs import Location, resolve
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -255,6 +256,7 @@ def upsert_files(
     row_kind: str | None = None,
     buckets: int | None = None,
     memory_limit: int | str = "256MiB",
+    filesystem: pafs.FileSystem | None = None,
 ) -> dict[str, int]:
     """Upsert versioned Parquet files (oldest first) into Parquet files in ``output``,
     folding with ``merge`` as :func:`upsert` does, without a Spark shuffle.
@@ -269,8 +271,10 @@ def upsert_files(
     ``part-NNNNN.parquet``. No row passes through the JVM. Parts and exchange files are
     written to a staging folder; the parts are moved into ``output`` (which must be new or
     empty) once every task has succeeded, so a failed job leaves no partial output.
-    ``inputs`` and ``output`` must be at the same paths on the driver and every executor
-    (local mode, or a shared file system). Returns counts: ``rows_in``, ``rows_out``,
+    ``inputs`` and ``output`` are local paths, ``file://`` or ``s3://`` URIs (S3 configured
+    by the ``AWS_*`` variables, ``AWS_ENDPOINT_URL`` included), or paths on ``filesystem``;
+    the driver and every executor must reach them alike (local mode, a shared file
+    system, or an object store). Returns counts: ``rows_in``, ``rows_out``,
     ``buckets``, ``input_bytes`` (the inputs' column chunks), ``bytes_read`` (what the
     tasks read from the inputs) and ``exchanged_bytes`` (the exchange files written).
     """
@@ -279,7 +283,9 @@ def upsert_files(
 
     keys = column_names(key, "key")
     null_strings = list(null_strings)
-    footers = [_parquet_footer(path) for path in inputs]  # read once: the plan reuses them
+    sources = [resolve(path, filesystem) for path in inputs]
+    target = resolve(output, filesystem)
+    footers = [_parquet_footer(source) for source in sources]  # read once: the plan reuses them
     schemas = [footer.schema.to_arrow_schema() for footer in footers]
     columns = _check_versions([s.names for s in schemas], keys, null_strings)
     for i, schema in enumerate(schemas[1:], 1):
@@ -289,18 +295,18 @@ def upsert_files(
                     f"column '{name}' is {schema.field(name).type} in {inputs[i]}, {schemas[0].field(name).type} in"
                     f" {inputs[0]}"
                 )
-    if os.path.exists(output) and (not os.path.isdir(output) or os.listdir(output)):
-        raise InvalidInputError(f"output {output} exists and is not an empty folder")
+    found = target.store.info(target.path)
+    if found is not None and (found.type != pafs.FileType.Directory or target.names()):
+        raise InvalidInputError(f"output {target} exists and is not an empty folder")
     buckets = buckets or _parallelism(spark)
     if buckets < 1:
         raise InvalidInputError(f"buckets must be at least 1, got {buckets}")
     check_workers(spark)
-    staging = os.path.join(output, f"_staging-{uuid.uuid4().hex}")
-    os.makedirs(staging)
+    staging = target / f"_staging-{uuid.uuid4().hex}"
     schema = pa.schema([schemas[0].field(c) for c in columns])
     tagged_schema = schema.append(pa.field(VERSION_COLUMN, pa.int32(), False))
-    plan = _upsert_files.plan(list(inputs), columns, keys, tagged_schema, null_strings, buckets, footers)
-    exchange = os.path.join(staging, "_exchange")
+    plan = _upsert_files.plan(sources, columns, keys, tagged_schema, null_strings, buckets, footers)
+    exchange = staging / "_exchange"
 
     def exchange_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
@@ -318,7 +324,8 @@ def upsert_files(
             for batch in _upsert_files.destination_rows(plan, bucket, exchange, reader):
                 buffer.write(batch)
                 rows_in += batch.num_rows
-            with pq.ParquetWriter(os.path.join(staging, f"part-{bucket:05d}.parquet"), schema) as writer:
+            part = staging / f"part-{bucket:05d}.parquet"
+            with part.store.open_output(part.path) as sink, pq.ParquetWriter(sink, schema) as writer:
                 for batch in buffer.finish():
                     writer.write_batch(batch.select(columns))
                     rows_out += batch.num_rows
@@ -337,11 +344,10 @@ def upsert_files(
             stage = len(plan.exchanged)
             rows += spark.range(stage, numPartitions=stage).mapInArrow(exchange_task, spark_counts).collect()
         rows += spark.range(buckets, numPartitions=buckets).mapInArrow(task, spark_counts).collect()
-        for name in sorted(os.listdir(staging)):
-            if name.startswith("part-"):
-                os.replace(os.path.join(staging, name), os.path.join(output, name))
+        for name in staging.names("part-"):
+            target.store.move((staging / name).path, (target / name).path)
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        staging.store.delete_tree(staging.path)
     counts = {name: sum(getattr(r, name) for r in rows) for name in names}
     return {
         "rows_in": counts["rows_in"],
@@ -395,15 +401,16 @@ def _versions_buffer(schema: pa.Schema, keys: list[str], row_kind: str | None, m
     )
 
 
-def _parquet_footer(path: str) -> Any:
+def _parquet_footer(source: Location) -> Any:
     import pyarrow.parquet as pq
 
     try:
-        return pq.read_metadata(path)
+        with source.store.open_input(source.path) as file:
+            return pq.read_metadata(file)
     except FileNotFoundError:
-        raise InvalidInputError(f"no such file: {path}") from None
+        raise InvalidInputError(f"no such file: {source}") from None
     except (OSError, pa.ArrowInvalid) as e:
-        raise InvalidInputError(f"cannot read {path} as Parquet: {e}") from None
+        raise InvalidInputError(f"cannot read {source} as Parquet: {e}") from None
 
 
 def tagged_union(versions: Sequence[DataFrame], columns: list[str], null_strings: Iterable[str]) -> DataFrame:
@@ -480,11 +487,11 @@ def write(
 
     table = _open(table)
     check_workers(df.sparkSession)
-    path = str(table.path)
+    path, filesystem = str(table.path), table.filesystem
     buckets_schema = StructType([*df.schema.fields, StructField(BUCKET_COLUMN, IntegerType(), False)])
 
     def bucket_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        opened = Table.open(path)
+        opened = Table.open(path, filesystem)
         for batch in batches:
             yield batch.append_column(BUCKET_COLUMN, opened.bucket_ids(batch, row_kind))
 
@@ -494,7 +501,7 @@ def write(
             return
         rows = (b.drop_columns([BUCKET_COLUMN]) for b in _chain(first, batches))
         # the sort, and one thread encoding files beside it (Spark runs a task per core)
-        with Table.open(path).new_write(row_kind, memory_limit, threads=2) as writer:
+        with Table.open(path, filesystem).new_write(row_kind, memory_limit, threads=2) as writer:
             writer.write(rows)
             messages = writer.prepare_commit()
         yield pa.record_batch({"message": pa.array([pickle.dumps(m) for m in messages], pa.binary())})
@@ -519,10 +526,10 @@ def compact(spark: SparkSession, table: Table | str | os.PathLike[str], full: bo
     if not tasks:
         return summary(max(table.snapshots(), default=None), [], compaction=True)
     check_workers(spark)
-    path = str(table.path)
+    path, filesystem = str(table.path), table.filesystem
 
     def compact_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        opened = Table.open(path)
+        opened = Table.open(path, filesystem)
         for batch in batches:
             tasks = [pickle.loads(t) for t in batch.column("task").to_pylist()]
             done = [pickle.dumps(opened.compact_bucket(t, threads=2)) for t in tasks]
@@ -558,10 +565,10 @@ def read(
     if stats is not None:
         stats.update(splits.stats)
     spark_schema = from_arrow_schema(table.read_schema(columns, splits.stats["snapshot"] or None))
-    path = str(table.path)
+    path, filesystem = str(table.path), table.filesystem
 
     def read_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        opened = Table.open(path)
+        opened = Table.open(path, filesystem)
         for batch in batches:
             for blob in batch.column("split").to_pylist():
                 yield from opened.read_split(pickle.loads(blob))

@@ -27,6 +27,8 @@ from ..errors import InvalidInputError, TableIOError, UnsupportedFeatureError
 
 PUT_IF_ABSENT = "atomic create-if-absent (put-if-absent)"
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+#: The (endpoint, bucket) pairs whose store was seen to honour conditional writes.
+_HONOURS_PUT_IF_ABSENT: set[tuple[str, str]] = set()
 
 
 class Store:
@@ -86,6 +88,17 @@ class Store:
             self.fs.delete_file(path)
         except FileNotFoundError:
             pass
+
+    def delete_tree(self, path: str) -> None:
+        """Removes the directory ``path`` and all below it, if it exists."""
+        try:
+            self.fs.delete_dir(path)
+        except FileNotFoundError:
+            pass
+
+    def move(self, source: str, target: str) -> None:
+        """Moves a file, replacing ``target`` (a rename on disk, a copy and a delete on S3)."""
+        self.fs.move(source, target)
 
     def make_parent(self, path: str) -> None:
         """Makes the directories above ``path`` (where a store has directories)."""
@@ -159,7 +172,10 @@ class S3Store(Store):
     def __init__(self, fs: pafs.S3FileSystem):
         super().__init__(fs)
         self._client: Any = None
-        self._honours_put_if_absent = False
+
+    def __getstate__(self) -> dict[str, Any]:
+        """A store travels to Spark's executors without its client (made again there)."""
+        return {**self.__dict__, "_client": None}
 
     def display(self, path: str) -> str:
         return f"s3://{path}"
@@ -192,8 +208,11 @@ class S3Store(Store):
         """Fails unless the store honours ``If-None-Match: *``: some S3-compatible
         servers ignore it and overwrite, which would make commits silently racy. The
         probe creates an object in ``directory`` twice (the second must fail), then
-        removes it; once per store."""
-        if self._honours_put_if_absent:
+        removes it; once per endpoint and bucket in a process (every task of a Spark job
+        opens its own store)."""
+        endpoint = self.fs.__reduce__()[1][0].get("endpoint_override") or ""
+        checked = (endpoint, _bucket_key(directory)[0])
+        if checked in _HONOURS_PUT_IF_ABSENT:
             return
         probe = f"{directory}/.put-if-absent-probe-{uuid.uuid4()}"
         try:
@@ -205,7 +224,7 @@ class S3Store(Store):
                 f"the S3 store of {self.display(directory)} ignores conditional writes (If-None-Match: *): "
                 f"without {PUT_IF_ABSENT} two writers could both claim a snapshot, so merge-core does not commit there"
             )
-        self._honours_put_if_absent = True
+        _HONOURS_PUT_IF_ABSENT.add(checked)
 
     def delete(self, path: str) -> None:
         client = self._s3()
@@ -216,6 +235,18 @@ class S3Store(Store):
             client.delete_object(Bucket=bucket, Key=key)  # deleting an absent key succeeds
         except (botocore.exceptions.ClientError, botocore.exceptions.BotoCoreError) as e:
             raise OSError(f"removing {self.display(path)} failed: {e}") from e
+
+    def delete_tree(self, path: str) -> None:
+        """Every object below ``path``, one by one (pyarrow's ``delete_dir`` would leave a
+        "directory" marker for the parent behind)."""
+        for info in self.listing(path, recursive=True):
+            if info.type == pafs.FileType.File:
+                self.delete(info.path)
+        self.delete(f"{path}/")  # a marker, if a tool made one
+
+    def move(self, source: str, target: str) -> None:
+        self.fs.copy_file(source, target)
+        self.delete(source)
 
     def _s3(self) -> Any:
         if self._client is None:
@@ -304,7 +335,7 @@ class Location:
 
 
 def resolve(path: str | os.PathLike[str], filesystem: pafs.FileSystem | None = None) -> Location:
-    """A table's root from what the caller gave: a local path, a ``file://`` or ``s3://``
+    """A table's root (or any file or folder) from what the caller gave: a local path, a ``file://`` or ``s3://``
     URI (S3 configured as the AWS tools are, ``AWS_ENDPOINT_URL`` included), or a path
     on ``filesystem``. Another scheme is refused: taken as a local path it would become a
     folder named ``oss:`` beside the caller."""
@@ -324,7 +355,7 @@ def resolve(path: str | os.PathLike[str], filesystem: pafs.FileSystem | None = N
             raise TableIOError(f"cannot reach {text}: {e}") from e
         return Location(S3Store(fs), inner.rstrip("/"))
     raise UnsupportedFeatureError(
-        f"tables on {name}:// are not supported yet (merge-core takes local paths, file:// and s3:// URIs, "
+        f"paths on {name}:// are not supported yet (merge-core takes local paths, file:// and s3:// URIs, "
         f"or a path on a pyarrow filesystem given as filesystem=): {text}"
     )
 

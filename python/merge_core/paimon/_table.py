@@ -130,6 +130,12 @@ class Table:
         return Path(self._root.path) if self._root.store.local else str(self._root)
 
     @property
+    def filesystem(self) -> pafs.FileSystem:
+        """The pyarrow filesystem the table is on: with :attr:`path`, what opens the same
+        table elsewhere (a Spark executor) without relying on its environment."""
+        return self._root.store.fs
+
+    @property
     def schema(self) -> pa.Schema:
         """The table's columns (the latest schema), each with its Paimon field id."""
         return self._schema.arrow
