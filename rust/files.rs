@@ -5,10 +5,14 @@
 //! widened since is cast). A file off the local filesystem (an object store's) comes
 //! with a function that fetches its bytes, called when its run reaches it: only the
 //! files being decoded are held in memory.
+//!
+//! A file may be read in part: the rows of one key range ([`crate::slices`]), only its
+//! pages that may hold keys of the range decoded, and each batch trimmed to the range.
 
 use std::collections::VecDeque;
 use std::fmt;
 use std::fs::File;
+use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -16,13 +20,15 @@ use arrow_array::{new_null_array, ArrayRef, RecordBatch, RecordBatchOptions};
 use arrow_schema::{ArrowError, SchemaRef};
 use bytes::Bytes;
 use parquet::arrow::arrow_reader::{
-    ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder, RowSelection, RowSelector,
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder,
+    RowSelection, RowSelector,
 };
 use parquet::arrow::ProjectionMask;
 use parquet::file::reader::ChunkReader;
 
 use crate::error::MergeError;
 use crate::run::Run;
+use crate::slices::KeyRange;
 
 /// Fetches the whole of a file that is not on the local filesystem.
 #[derive(Clone)]
@@ -34,8 +40,8 @@ impl fmt::Debug for Fetch {
     }
 }
 
-/// One data file of a run, as the read takes it.
-#[derive(Debug, Clone)]
+/// One data file of a run, as the read takes it: all of it, or the rows of a key range.
+#[derive(Debug, Clone, Default)]
 pub struct DataFile {
     /// Where the file is (named in messages; opened unless `fetch` is given).
     pub path: PathBuf,
@@ -46,6 +52,12 @@ pub struct DataFile {
     pub columns: Vec<Option<String>>,
     /// Positions of the file's deleted rows, ascending (its deletion vector).
     pub deleted: Vec<u64>,
+    /// The file's footer (with its page index), when the planning read it already.
+    pub metadata: Option<ArrowReaderMetadata>,
+    /// Only these rows (positions before deletion) are decoded: whole pages.
+    pub rows: Option<Range<u64>>,
+    /// Only the rows whose key falls in this range are read.
+    pub keys: Option<Arc<KeyRange>>,
 }
 
 /// A run of `files` (in key order, none overlapping the next) read as batches of `schema`.
@@ -57,13 +69,26 @@ pub fn run_of_files(schema: SchemaRef, files: Vec<DataFile>, batch_size: usize) 
 /// A run of one Parquet file (sorted by the merge's key), every column as the file's
 /// Arrow schema gives it.
 pub fn run_of_parquet(path: PathBuf, batch_size: usize) -> Result<Run, MergeError> {
+    let file = parquet_file(path)?;
+    let schema = file.metadata.as_ref().expect("read above").schema().clone();
+    Ok(run_of_files(schema, vec![file], batch_size))
+}
+
+/// A Parquet file (sorted by the merge's key) as a whole [`DataFile`], every column as
+/// the file's Arrow schema gives it; its footer and page index are read here, once.
+pub fn parquet_file(path: PathBuf) -> Result<DataFile, MergeError> {
     let unreadable = |what: String| MergeError::InvalidInput(format!("{}: {what}", path.display()));
     let handle = File::open(&path).map_err(|e| unreadable(format!("cannot open it ({e})")))?;
-    let builder = ParquetRecordBatchReaderBuilder::try_new(handle)
+    let metadata = ArrowReaderMetadata::load(&handle, with_page_index())
         .map_err(|e| unreadable(format!("not a readable Parquet file ({e})")))?;
-    let schema = builder.schema().clone();
-    let columns = schema.fields().iter().map(|f| Some(f.name().clone())).collect();
-    Ok(run_of_files(schema, vec![DataFile { path, fetch: None, columns, deleted: Vec::new() }], batch_size))
+    let columns = metadata.schema().fields().iter().map(|f| Some(f.name().clone())).collect();
+    Ok(DataFile { path, columns, metadata: Some(metadata), ..DataFile::default() })
+}
+
+/// Reads a footer with its page index, if the file has one: the key range of each page
+/// (see [`crate::slices`]) and where each page starts, so unselected pages are skipped.
+pub(crate) fn with_page_index() -> ArrowReaderOptions {
+    ArrowReaderOptions::new().with_page_index_policy(parquet::file::metadata::PageIndexPolicy::Optional)
 }
 
 struct FileBatches {
@@ -79,10 +104,25 @@ impl Iterator for FileBatches {
     fn next(&mut self) -> Option<Self::Item> {
         loop {
             if let Some((file, reader)) = &mut self.current {
-                match reader.next() {
-                    Some(Ok(batch)) => return Some(conform(&self.schema, file, batch).map_err(external)),
-                    Some(Err(e)) => return Some(Err(external(damaged(file, &e.to_string())))),
-                    None => self.current = None,
+                let batch = match reader.next() {
+                    Some(Ok(batch)) => conform(&self.schema, file, batch),
+                    Some(Err(e)) => Err(damaged(file, &e.to_string())),
+                    None => {
+                        self.current = None;
+                        continue;
+                    }
+                };
+                let Some(keys) = file.keys.clone() else { return Some(batch.map_err(external)) };
+                let trimmed = batch.and_then(|batch| {
+                    let (rows, past) = keys.rows_within(&batch)?;
+                    if past {
+                        self.current = None; // the file's later rows are all past the range
+                    }
+                    Ok(batch.slice(rows.start, rows.len()))
+                });
+                match trimmed {
+                    Ok(batch) if batch.num_rows() == 0 => continue,
+                    result => return Some(result.map_err(external)),
                 }
             }
             let file = self.files.pop_front()?;
@@ -124,8 +164,12 @@ fn decode<T: ChunkReader + 'static>(
     schema: &SchemaRef,
     batch_size: usize,
 ) -> Result<ParquetRecordBatchReader, MergeError> {
-    let builder =
-        ParquetRecordBatchReaderBuilder::try_new(source).map_err(|e| damaged(file, &e.to_string()))?;
+    let builder = match &file.metadata {
+        Some(metadata) => ParquetRecordBatchReaderBuilder::new_with_metadata(source, metadata.clone()),
+        None => {
+            ParquetRecordBatchReaderBuilder::try_new(source).map_err(|e| damaged(file, &e.to_string()))?
+        }
+    };
     let arrow = builder.schema().clone();
     let mut roots = Vec::new();
     for (field, source) in schema.fields().iter().zip(&file.columns) {
@@ -138,31 +182,37 @@ fn decode<T: ChunkReader + 'static>(
     let mask = ProjectionMask::roots(builder.parquet_schema(), roots);
     let rows = builder.metadata().file_metadata().num_rows() as u64;
     let mut builder = builder.with_projection(mask).with_batch_size(batch_size);
-    if !file.deleted.is_empty() {
-        builder = builder.with_row_selection(selection(&file.deleted, rows).map_err(|e| damaged(file, &e))?);
+    if !file.deleted.is_empty() || file.rows.is_some() {
+        let wanted = file.rows.clone().unwrap_or(0..rows);
+        builder = builder
+            .with_row_selection(selection(&file.deleted, wanted, rows).map_err(|e| damaged(file, &e))?);
     }
     builder.build().map_err(|e| damaged(file, &e.to_string()))
 }
 
-/// The rows to read of a file of `rows` rows, all but the `deleted` positions.
-fn selection(deleted: &[u64], rows: u64) -> Result<RowSelection, String> {
-    let mut selectors = Vec::new();
-    let mut next = 0u64;
-    for &d in deleted {
-        if d < next || d >= rows {
+/// The rows to read of a file of `rows` rows: those in `wanted` but the `deleted` positions.
+fn selection(deleted: &[u64], wanted: Range<u64>, rows: u64) -> Result<RowSelection, String> {
+    if wanted.start > wanted.end || wanted.end > rows {
+        return Err(format!("rows {wanted:?} were planned, but it holds {rows} rows"));
+    }
+    let mut selectors = vec![RowSelector::skip(wanted.start as usize)];
+    let mut next = wanted.start;
+    for (i, &d) in deleted.iter().enumerate() {
+        if (i > 0 && d <= deleted[i - 1]) || d >= rows {
             return Err(format!(
                 "its deletion vector holds position {d}, outside its {rows} rows or out of order"
             ));
         }
-        if d > next {
-            selectors.push(RowSelector::select((d - next) as usize));
+        if d < next || d >= wanted.end {
+            continue;
         }
+        selectors.push(RowSelector::select((d - next) as usize));
         selectors.push(RowSelector::skip(1));
         next = d + 1;
     }
-    if next < rows {
-        selectors.push(RowSelector::select((rows - next) as usize));
-    }
+    selectors.push(RowSelector::select((wanted.end - next) as usize));
+    selectors.push(RowSelector::skip((rows - wanted.end) as usize));
+    selectors.retain(|s| s.row_count > 0);
     Ok(selectors.into())
 }
 
@@ -199,20 +249,24 @@ mod tests {
 
     #[test]
     fn selection_skips_the_deleted_positions() {
-        let s = selection(&[0, 2, 3, 9], 10).unwrap();
-        let kept: Vec<usize> = {
+        let kept = |deleted: &[u64], wanted: Range<u64>| {
             let mut pos = 0;
             let mut kept = Vec::new();
-            for sel in Vec::<RowSelector>::from(s) {
+            for sel in Vec::<RowSelector>::from(selection(deleted, wanted, 10).unwrap()) {
                 if !sel.skip {
                     kept.extend(pos..pos + sel.row_count);
                 }
                 pos += sel.row_count;
             }
+            assert_eq!(pos, 10);
             kept
         };
-        assert_eq!(kept, vec![1, 4, 5, 6, 7, 8]);
-        assert!(selection(&[3, 3], 10).is_err());
-        assert!(selection(&[10], 10).is_err());
+        assert_eq!(kept(&[0, 2, 3, 9], 0..10), vec![1, 4, 5, 6, 7, 8]);
+        assert_eq!(kept(&[0, 2, 3, 9], 2..9), vec![4, 5, 6, 7, 8]);
+        assert_eq!(kept(&[], 3..5), vec![3, 4]);
+        assert_eq!(kept(&[4], 4..5), Vec::<usize>::new());
+        assert!(selection(&[3, 3], 0..10, 10).is_err());
+        assert!(selection(&[10], 0..10, 10).is_err());
+        assert!(selection(&[], 0..11, 10).is_err());
     }
 }

@@ -36,11 +36,13 @@ pub struct GroupOptions {
     pub merge: MergeOptions,
     /// Most groups merged at once (at least 1).
     pub threads: usize,
+    /// Each run holds a key at most once (as [`crate::merge`] asks of runs it folds).
+    pub strict: bool,
 }
 
 /// Bytes of merged batches all workers together may have ready before the reader takes
 /// them (each worker may always have one batch ready, whatever its size).
-const READ_AHEAD_BYTES: usize = 128 << 20;
+pub(crate) const READ_AHEAD_BYTES: usize = 128 << 20;
 
 /// Merges each group of runs (of `schema`) on its own, streaming the outputs in order.
 pub fn merge_groups(schema: SchemaRef, groups: Vec<Vec<Run>>, options: GroupOptions) -> Result<MergeStream> {
@@ -57,6 +59,7 @@ pub fn merge_groups(schema: SchemaRef, groups: Vec<Vec<Run>>, options: GroupOpti
         pending: groups.into(),
         in_flight: VecDeque::new(),
         threads,
+        strict: options.strict,
         merge: options.merge,
         output: output.clone(),
         stats: stats.clone(),
@@ -71,6 +74,7 @@ struct Groups {
     /// The outputs of the groups being merged, oldest first.
     in_flight: VecDeque<Receiver>,
     threads: usize,
+    strict: bool,
     merge: MergeOptions,
     output: SchemaRef,
     stats: Arc<SharedStats>,
@@ -101,9 +105,10 @@ impl Groups {
         };
         let (sender, receiver) = handoff(READ_AHEAD_BYTES / self.threads);
         let (merge, stats, declared) = (self.merge.clone(), self.stats.clone(), self.output.clone());
+        let strict = self.strict;
         std::thread::spawn(move || {
             let work = AssertUnwindSafe(|| -> Result<()> {
-                let stream = merge_runs_into(runs, merge, false, stats)?;
+                let stream = merge_runs_into(runs, merge, strict, stats)?;
                 check_same_columns(&stream.schema(), &declared)?;
                 for batch in stream {
                     if !sender.send(Ok(batch?)) {

@@ -13,6 +13,7 @@
 //! - [`stream`]: the public [`merge`] tying them together;
 //! - [`groups`]: independent merges (a table's buckets) read as one stream;
 //! - [`files`]: Parquet data files (a Paimon table's) read as runs;
+//! - [`slices`]: a merge's files cut into key ranges merged in parallel;
 //! - [`prefetch`]: runs decoded ahead on worker threads, beside the merge;
 //! - [`bucket`]: the stable key hash that sends a key to its bucket;
 //! - [`binary_row`]: Paimon's bucket function (the hash of a key's `BinaryRow`);
@@ -53,6 +54,7 @@ pub mod groups;
 pub(crate) mod keys;
 pub mod prefetch;
 pub mod run;
+pub mod slices;
 pub mod sort;
 mod spill;
 mod store;

@@ -73,8 +73,9 @@ def merge(
         batch_size: rows per output batch (the last may be shorter).
         sequence_order: ``"descending"`` makes a *lower* sequence value newer (Paimon's
             ``sequence.field.sort-order``).
-        threads: how many Parquet files are decoded at once, beside the merge (default:
-            one per core).
+        threads: threads merging Parquet files given as paths (default: one per core):
+            in key ranges cut by the files' page statistics, else decoding ahead of one
+            merging thread.
         filesystem: a ``pyarrow.fs.FileSystem`` the paths are on (default: local paths,
             ``file://`` and ``s3://`` URIs, S3 configured by the ``AWS_*`` variables).
 

@@ -34,6 +34,19 @@ fn merge(
     batch_size: usize,
     threads: usize,
 ) -> PyResult<PyStream> {
+    let options = MergeOptions {
+        key,
+        versions: VersionColumns { sequence, descending, system_sequence: None, row_kind },
+        merge: options::merge_function(merge)?,
+        algorithm: algorithm.parse().map_err(|e| to_py_err(py, e))?,
+        batch_size,
+        columns: None,
+    };
+    let paths = runs.iter().map(inputs::parquet_path).collect::<PyResult<Option<Vec<_>>>>()?;
+    if let Some(paths) = paths.filter(|paths| !paths.is_empty()) {
+        let stream = guard(py, || merge_parquet_files(paths, options, threads))?;
+        return Ok(PyStream::new(stream));
+    }
     let prefetch = crate::prefetch::Prefetch::new(threads);
     let runs = runs
         .iter()
@@ -45,16 +58,40 @@ fn merge(
             None => inputs::read_run(run),
         })
         .collect::<PyResult<Vec<_>>>()?;
-    let options = MergeOptions {
-        key,
-        versions: VersionColumns { sequence, descending, system_sequence: None, row_kind },
-        merge: options::merge_function(merge)?,
-        algorithm: algorithm.parse().map_err(|e| to_py_err(py, e))?,
-        batch_size,
-        columns: None,
-    };
     let stream = guard(py, || crate::merge(runs, options))?;
     Ok(PyStream::new(stream))
+}
+
+/// Parquet files of one schema merged on `threads` threads, in key ranges where the
+/// files' statistics allow ([`crate::slices`]); files of different schemas merge as
+/// separate runs (where the merge reports the difference).
+fn merge_parquet_files(
+    paths: Vec<std::path::PathBuf>,
+    options: MergeOptions,
+    threads: usize,
+) -> crate::Result<crate::MergeStream> {
+    let files = paths.into_iter().map(crate::files::parquet_file).collect::<crate::Result<Vec<_>>>()?;
+    let schema_of =
+        |f: &crate::files::DataFile| f.metadata.as_ref().expect("read with the file").schema().clone();
+    let schema = schema_of(&files[0]);
+    let batch_size = options.batch_size;
+    if files.iter().any(|f| schema_of(f) != schema) {
+        let prefetch = crate::prefetch::Prefetch::new(threads);
+        let runs = files
+            .into_iter()
+            .map(|f| prefetch.run(crate::files::run_of_files(schema_of(&f), vec![f], batch_size)))
+            .collect();
+        return crate::merge(runs, options);
+    }
+    let first_key = options.key.first().and_then(|k| schema.index_of(k).ok());
+    let runs = vec![files.into_iter().map(|f| vec![f]).collect()];
+    let groups = crate::slices::groups_of_sections(&schema, runs, first_key, threads, batch_size);
+    let strict = options.merge.folds();
+    crate::groups::merge_groups(
+        schema,
+        groups,
+        crate::groups::GroupOptions { merge: options, threads, strict },
+    )
 }
 
 #[pymodule]

@@ -13,8 +13,9 @@ use super::errors::guard;
 use super::options::merge_function;
 use super::stream::PyStream;
 use crate::error::MergeError;
-use crate::files::{run_of_files, DataFile, Fetch};
+use crate::files::{DataFile, Fetch};
 use crate::groups::{merge_groups, GroupOptions};
+use crate::slices::groups_of_sections;
 use crate::version::VersionColumns;
 use crate::MergeOptions;
 
@@ -41,7 +42,7 @@ pub(crate) fn read_paimon(
     stats: Vec<(String, u64)>,
 ) -> PyResult<PyStream> {
     let schema = Arc::new(Schema::from_pyarrow_bound(schema)?);
-    let groups = sections
+    let sections = sections
         .into_iter()
         .map(|runs| {
             runs.into_iter()
@@ -56,8 +57,9 @@ pub(crate) fn read_paimon(
                                 .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
                                 .collect()
                         }),
+                        ..DataFile::default()
                     });
-                    run_of_files(schema.clone(), files.collect(), batch_size)
+                    files.collect()
                 })
                 .collect()
         })
@@ -70,7 +72,7 @@ pub(crate) fn read_paimon(
     };
     let options = GroupOptions {
         merge: MergeOptions {
-            key,
+            key: key.clone(),
             versions,
             merge: merge_function(merge)?,
             algorithm: crate::Algorithm::LoserTree,
@@ -78,8 +80,13 @@ pub(crate) fn read_paimon(
             columns: Some(columns),
         },
         threads,
+        strict: false,
     };
-    let stream = guard(py, || merge_groups(schema, groups, options))?;
+    let first_key = key.first().and_then(|k| schema.index_of(k).ok());
+    let stream = guard(py, || {
+        let groups = groups_of_sections(&schema, sections, first_key, threads, batch_size);
+        merge_groups(schema, groups, options)
+    })?;
     Ok(PyStream::new(stream).with_extra_stats(stats))
 }
 

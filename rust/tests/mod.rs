@@ -4,3 +4,4 @@ mod errors;
 mod fold_paths;
 mod merge_props;
 mod reference;
+mod slices;

@@ -460,7 +460,9 @@ class Table:
         ``dynamic_filter`` prune partitions as for :class:`merge_core.Table`). The stream's
         ``stats`` add the ``snapshot`` read (0: the table has no commit yet), and
         ``files``, ``partitions`` (each ``_total``, ``_read`` and ``_pruned``), ``splits``
-        and ``dynamic_filters_applied``."""
+        and ``dynamic_filters_applied``. ``threads`` (default: one per core) merge buckets
+        at once; with fewer buckets than threads, each is cut into key ranges merged in
+        parallel (docs/memory.md, "Reading a table")."""
         threads = check_threads(threads)
         snap = self._snapshot_read(snapshot)
         schema = self._schema_of(snap)

@@ -1,0 +1,374 @@
+//! Key-range slices: the runs of one merge cut into consecutive ranges of the key's
+//! first column, so that the ranges merge on their own threads and their outputs follow
+//! one another. All versions of a key share its first column, so a key lives in exactly
+//! one slice and each slice folds it as the whole merge would.
+//!
+//! The cuts come from the files' statistics, never from their rows: each file's *zones*
+//! (its pages with the page index, else its row groups) give the first column's least and
+//! greatest value over consecutive rows. The zones' least values, weighted by their rows,
+//! give cuts that share the rows out evenly; a slice then decodes of each file only the
+//! zones that may hold its keys and trims the first and last of them to its range. Each
+//! cut decodes about one zone per run twice.
+//!
+//! A merge is cut only when every file is local, its statistics cover the first key
+//! column with no nulls, and the column's type orders its statistics as the merge orders
+//! its keys (integers, dates, times, timestamps, strings and binaries); else it is
+//! merged whole.
+
+use std::cmp::Ordering;
+use std::fs::File;
+use std::ops::Range;
+use std::sync::Arc;
+
+use arrow_array::{Array, ArrayRef, RecordBatch, UInt64Array};
+use arrow_ord::ord::make_comparator;
+use arrow_schema::{DataType, SchemaRef, SortOptions};
+use parquet::arrow::arrow_reader::statistics::StatisticsConverter;
+use parquet::arrow::arrow_reader::ArrowReaderMetadata;
+
+use crate::error::{MergeError, Result};
+use crate::files::{run_of_files, with_page_index, DataFile};
+use crate::groups::READ_AHEAD_BYTES;
+use crate::run::Run;
+
+/// Rows a slice should have at least: below that, a thread costs more than it saves.
+pub const MIN_SLICE_ROWS: u64 = 1 << 16;
+
+/// Per thread beyond the first, a cut merge may decode 1/this more rows than the whole
+/// merge would (the zones its cuts fall in are decoded twice); past that the zones are
+/// too coarse to cut with profit.
+const EXTRA_DECODE_PER_THREAD: u64 = 4;
+
+/// The sections of a read (each the runs of one merge, as files) as the groups
+/// [`crate::groups::merge_groups`] merges on `threads` threads: with fewer sections than
+/// threads, each cut into key ranges of the read's column `key` so that every thread has
+/// work.
+pub fn groups_of_sections(
+    schema: &SchemaRef,
+    sections: Vec<Vec<Vec<DataFile>>>,
+    key: Option<usize>,
+    threads: usize,
+    batch_size: usize,
+) -> Vec<Vec<Run>> {
+    let key = key.filter(|_| sections.len() < threads);
+    sections
+        .into_iter()
+        .flat_map(|runs| match key {
+            Some(key) => slice_runs(schema, runs, key, threads, batch_size),
+            None => {
+                vec![runs.into_iter().map(|files| run_of_files(schema.clone(), files, batch_size)).collect()]
+            }
+        })
+        .collect()
+}
+
+/// Rows whose key's first column is at least `lower` and below `upper` (each a one-value
+/// array; `None`: unbounded).
+#[derive(Debug)]
+pub struct KeyRange {
+    /// The first key column's index in the read's schema.
+    pub column: usize,
+    /// The least value in the range.
+    pub lower: Option<ArrayRef>,
+    /// The least value above the range.
+    pub upper: Option<ArrayRef>,
+}
+
+impl KeyRange {
+    /// The rows of `batch` (sorted by key) inside the range, and whether rows past its
+    /// upper end follow them (then no later batch of the file can hold any of the range).
+    pub fn rows_within(&self, batch: &RecordBatch) -> Result<(Range<usize>, bool)> {
+        let column = batch.column(self.column);
+        let rows = batch.num_rows();
+        let start = match &self.lower {
+            Some(lower) => first_not_below(column, lower)?,
+            None => 0,
+        };
+        let end = match &self.upper {
+            Some(upper) => first_not_below(column, upper)?,
+            None => rows,
+        };
+        Ok((start..end.max(start), end < rows))
+    }
+}
+
+/// The first row of `sorted` whose value is not below `bound`'s one value.
+fn first_not_below(sorted: &ArrayRef, bound: &ArrayRef) -> Result<usize> {
+    let compare = comparator(sorted.as_ref(), bound.as_ref())?;
+    let (mut low, mut high) = (0, sorted.len());
+    while low < high {
+        let middle = low + (high - low) / 2;
+        if compare(middle, 0) == Ordering::Less {
+            low = middle + 1;
+        } else {
+            high = middle;
+        }
+    }
+    Ok(low)
+}
+
+fn comparator(left: &dyn Array, right: &dyn Array) -> Result<arrow_ord::ord::DynComparator> {
+    make_comparator(left, right, SortOptions::default())
+        .map_err(|e| MergeError::Internal(format!("cannot compare key statistics: {e}")))
+}
+
+/// Whether the statistics of a first key column of this type order as its keys do.
+fn sliceable(data_type: &DataType) -> bool {
+    use DataType::*;
+    matches!(
+        data_type,
+        Int8 | Int16
+            | Int32
+            | Int64
+            | Date32
+            | Date64
+            | Time32(_)
+            | Time64(_)
+            | Timestamp(_, _)
+            | Utf8
+            | LargeUtf8
+            | Utf8View
+            | Binary
+            | LargeBinary
+            | BinaryView
+    )
+}
+
+/// The runs of one merge (each a list of files of `schema`, in key order) as the runs of
+/// merges over consecutive key ranges of the read's column `key`, in order, for
+/// `threads` threads: a slice each, or more when a slice's output would not fit in its
+/// thread's share of the read-ahead ([`crate::groups`]: a slice merged ahead of its turn
+/// waits once its share is full). Merged whole (one group) when it cannot be cut or is
+/// too small to pay.
+pub fn slice_runs(
+    schema: &SchemaRef,
+    runs: Vec<Vec<DataFile>>,
+    key: usize,
+    threads: usize,
+    batch_size: usize,
+) -> Vec<Vec<Run>> {
+    slice_runs_of_at_least(schema, runs, key, threads, batch_size, MIN_SLICE_ROWS)
+}
+
+/// [`slice_runs`] with slices of at least `min_rows` rows.
+pub(crate) fn slice_runs_of_at_least(
+    schema: &SchemaRef,
+    runs: Vec<Vec<DataFile>>,
+    key: usize,
+    threads: usize,
+    batch_size: usize,
+    min_rows: u64,
+) -> Vec<Vec<Run>> {
+    let runs_of = |runs: Vec<Vec<DataFile>>| -> Vec<Run> {
+        runs.into_iter().map(|files| run_of_files(schema.clone(), files, batch_size)).collect()
+    };
+    if threads < 2 || !sliceable(schema.field(key).data_type()) {
+        return vec![runs_of(runs)];
+    }
+    let Some(zoned) = zone_runs(schema, runs.clone(), key) else { return vec![runs_of(runs)] };
+    let total: u64 = zoned.iter().flatten().map(|(_, zones)| zones.rows()).sum();
+    // The files' decoded size bounds the output's.
+    let bytes: u64 = zoned.iter().flatten().map(|(file, _)| decoded_bytes(file)).sum();
+    let share = (READ_AHEAD_BYTES / threads).max(1) as u64;
+    let slices = threads.max(bytes.div_ceil(share) as usize);
+    // Fewer slices cut fewer zones: take the most whose extra decoding stays small.
+    let most = slices.min((total / min_rows.max(1)) as usize);
+    for slices in (2..=most).rev() {
+        let parts = parts_of(&zoned, key, slices);
+        let decoded: u64 = parts.iter().flatten().flatten().map(part_rows).sum();
+        let extra = total * (slices.min(threads) as u64 - 1) / EXTRA_DECODE_PER_THREAD;
+        if parts.len() >= 2 && decoded <= total + extra {
+            return parts.into_iter().map(runs_of).collect();
+        }
+    }
+    vec![runs_of(zoned.into_iter().map(|files| files.into_iter().map(|(file, _)| file).collect()).collect())]
+}
+
+/// The parts of the files each of (up to) `slices` key ranges reads: per slice, per
+/// run, the parts of its files that may hold keys of the range (empty ones left out).
+fn parts_of(zoned: &[Vec<(DataFile, Zones)>], key: usize, slices: usize) -> Vec<Vec<Vec<DataFile>>> {
+    let Ok(cuts) = cuts(zoned, slices) else { return Vec::new() };
+    (0..=cuts.len())
+        .map(|i| {
+            let lower = i.checked_sub(1).map(|i| cuts[i].clone());
+            let range = Arc::new(KeyRange { column: key, lower, upper: cuts.get(i).cloned() });
+            let runs =
+                zoned.iter().map(|files| files.iter().filter_map(|(file, zones)| zones.part(file, &range)));
+            runs.map(Iterator::collect).filter(|files: &Vec<DataFile>| !files.is_empty()).collect()
+        })
+        .filter(|slice: &Vec<Vec<DataFile>>| !slice.is_empty())
+        .collect()
+}
+
+/// The uncompressed size of a file's data (all its columns).
+fn decoded_bytes(file: &DataFile) -> u64 {
+    let metadata = file.metadata.as_ref().map(|m| m.metadata());
+    metadata.map_or(0, |m| m.row_groups().iter().map(|g| g.total_byte_size() as u64).sum())
+}
+
+/// Rows a part of a file decodes (before deletions).
+fn part_rows(part: &DataFile) -> u64 {
+    match &part.rows {
+        Some(rows) => rows.end - rows.start,
+        None => part.metadata.as_ref().map_or(0, |m| m.metadata().file_metadata().num_rows() as u64),
+    }
+}
+
+/// Each file with its zones and its footer read (`None`: some file cannot be cut).
+fn zone_runs(
+    schema: &SchemaRef,
+    runs: Vec<Vec<DataFile>>,
+    key: usize,
+) -> Option<Vec<Vec<(DataFile, Zones)>>> {
+    let key_type = schema.field(key).data_type();
+    runs.into_iter()
+        .map(|files| {
+            files
+                .into_iter()
+                .map(|mut file| {
+                    if file.fetch.is_some() || file.rows.is_some() || file.keys.is_some() {
+                        return None;
+                    }
+                    let metadata = match file.metadata.take() {
+                        Some(metadata) => metadata,
+                        None => ArrowReaderMetadata::load(&File::open(&file.path).ok()?, with_page_index())
+                            .ok()?,
+                    };
+                    let zones = Zones::of(&metadata, file.columns[key].as_deref()?, key_type)?;
+                    file.metadata = Some(metadata);
+                    Some((file, zones))
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Consecutive rows of a file with known bounds of the first key column: its pages, or
+/// its row groups.
+struct Zones {
+    mins: ArrayRef,
+    maxes: ArrayRef,
+    /// Where each zone ends (a row position), ascending.
+    ends: Vec<u64>,
+}
+
+impl Zones {
+    /// The zones of a file whose first key column is `column`, read as `key_type`.
+    fn of(metadata: &ArrowReaderMetadata, column: &str, key_type: &DataType) -> Option<Self> {
+        let converter = StatisticsConverter::try_new(column, metadata.schema(), metadata.parquet_schema())
+            .ok()?
+            .with_missing_null_counts_as_zero(false);
+        let parquet = metadata.metadata();
+        let groups: Vec<usize> = (0..parquet.num_row_groups()).collect();
+        let pages = parquet.page_index().and_then(|index| {
+            let index = index.as_ref();
+            let stats = (
+                converter.data_page_mins(index, &groups).ok()?,
+                converter.data_page_maxes(index, &groups).ok()?,
+                converter.data_page_null_counts(index, &groups).ok()?,
+                converter.data_page_row_counts(index, parquet.row_groups(), &groups).ok()??,
+            );
+            Self::checked(stats, key_type)
+        });
+        pages
+            .or_else(|| {
+                let row_groups = parquet.row_groups();
+                let stats = (
+                    converter.row_group_mins(row_groups).ok()?,
+                    converter.row_group_maxes(row_groups).ok()?,
+                    converter.row_group_null_counts(row_groups).ok()?,
+                    converter.row_group_row_counts(row_groups).ok()??,
+                );
+                Self::checked(stats, key_type)
+            })
+            .filter(|zones| zones.rows() == parquet.file_metadata().num_rows() as u64)
+    }
+
+    /// Zones from statistics that give every zone's bounds and no nulls.
+    fn checked(
+        (mins, maxes, nulls, rows): (ArrayRef, ArrayRef, UInt64Array, UInt64Array),
+        key_type: &DataType,
+    ) -> Option<Self> {
+        let complete = |a: &dyn Array| a.null_count() == 0 && a.len() == rows.len();
+        if !complete(&mins) || !complete(&maxes) || !complete(&nulls) || rows.null_count() > 0 {
+            return None;
+        }
+        if nulls.values().iter().any(|&n| n > 0) {
+            return None;
+        }
+        let cast = |a: ArrayRef| match a.data_type() == key_type {
+            true => Some(a),
+            false => arrow_cast::cast(&a, key_type).ok(),
+        };
+        let ends = rows.values().iter().scan(0, |end, &n| Some(*end + n).inspect(|e| *end = *e)).collect();
+        Some(Self { mins: cast(mins)?, maxes: cast(maxes)?, ends })
+    }
+
+    fn rows(&self) -> u64 {
+        self.ends.last().copied().unwrap_or(0)
+    }
+
+    /// The part of `file` that may hold keys of `range`: its zones from the first whose
+    /// greatest value reaches the range to the last whose least value is below its end.
+    fn part(&self, file: &DataFile, range: &Arc<KeyRange>) -> Option<DataFile> {
+        let zones = self.ends.len();
+        let first = match &range.lower {
+            Some(lower) => {
+                let compare = comparator(self.maxes.as_ref(), lower.as_ref()).ok()?;
+                (0..zones).find(|&z| compare(z, 0) != Ordering::Less)?
+            }
+            None => 0,
+        };
+        let end = match &range.upper {
+            Some(upper) => {
+                let compare = comparator(self.mins.as_ref(), upper.as_ref()).ok()?;
+                (0..zones).rposition(|z| compare(z, 0) == Ordering::Less)? + 1
+            }
+            None => zones,
+        };
+        if first >= end {
+            return None;
+        }
+        let start = if first == 0 { 0 } else { self.ends[first - 1] };
+        let rows = start..self.ends[end - 1];
+        let whole = rows == (0..self.rows());
+        Some(DataFile { rows: (!whole).then_some(rows), keys: Some(range.clone()), ..file.clone() })
+    }
+}
+
+/// Up to `slices - 1` cuts, ascending and distinct, that share the zones' rows out about
+/// evenly: each is the least value of the zone (by least value) after a share's end.
+fn cuts(zoned: &[Vec<(DataFile, Zones)>], slices: usize) -> Result<Vec<ArrayRef>> {
+    let all: Vec<&Zones> = zoned.iter().flatten().map(|(_, zones)| zones).collect();
+    if slices < 2 || all.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mins: Vec<&dyn Array> = all.iter().map(|z| z.mins.as_ref()).collect();
+    let mins = arrow_select::concat::concat(&mins)?;
+    let rows: Vec<u64> = all
+        .iter()
+        .flat_map(|z| z.ends.iter().scan(0, |start, &end| Some(end - std::mem::replace(start, end))))
+        .collect();
+    let compare = comparator(mins.as_ref(), mins.as_ref())?;
+    let mut order: Vec<usize> = (0..mins.len()).collect();
+    order.sort_by(|&a, &b| compare(a, b));
+    let total: u64 = rows.iter().sum();
+    let mut cuts: Vec<usize> = Vec::new();
+    let mut below = 0u64;
+    let mut share = 1;
+    for (position, &zone) in order.iter().enumerate() {
+        below += rows[zone];
+        while share < slices && below * slices as u64 >= total * share as u64 {
+            share += 1;
+            let Some(&next) = order.get(position + 1) else { break };
+            let distinct = match cuts.last() {
+                Some(&last) => compare(last, next) == Ordering::Less,
+                None => compare(order[0], next) == Ordering::Less, // else the first slice is empty
+            };
+            if distinct {
+                cuts.push(next);
+            }
+        }
+    }
+    Ok(cuts.into_iter().map(|i| mins.slice(i, 1)).collect())
+}

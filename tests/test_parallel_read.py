@@ -1,0 +1,74 @@
+"""A merge cut into key ranges merged in parallel (a one-bucket table's read, a k-way merge
+of Parquet files) gives what one thread gives, for any thread count."""
+
+from __future__ import annotations
+
+import merge_core as mc
+import merge_core.paimon._write as write
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+ROWS = 200_000  # above twice the least rows a slice takes (65,536), so reads are cut
+
+
+def keys_of(kind: str, numbers: np.ndarray) -> pa.Array:
+    if kind == "int":
+        return pa.array(numbers, pa.int64())
+    # A long shared prefix: the page statistics of such keys are truncated.
+    return pa.array([f"{'k' * 70}{n:08d}" for n in numbers.tolist()], pa.string())
+
+
+@pytest.mark.parametrize("kind", ["int", "string"])
+def test_a_one_bucket_table_reads_alike_on_any_thread_count(tmp_path, monkeypatch, kind):
+    monkeypatch.setattr(write, "DATA_PAGE_BYTES", 32 << 10)  # pages fine enough to cut this little data
+    rng = np.random.default_rng(5)
+    schema = pa.schema([pa.field("k", pa.int64() if kind == "int" else pa.string(), False), ("v", pa.int64())])
+    table = mc.Table.create(tmp_path / "t", schema, key="k", buckets=1)
+    expected: dict = {}
+    commits = [np.arange(ROWS)] + [rng.choice(ROWS + 20_000, 60_000, replace=False) for _ in range(4)]
+    for version, numbers in enumerate(commits):
+        keys = keys_of(kind, numbers)
+        values = pa.array(numbers * 10 + version, pa.int64())
+        deletes = np.zeros(len(numbers), bool) if version == 0 else rng.random(len(numbers)) < 0.2
+        kinds = pa.array(np.where(deletes, "-D", "+I"))
+        table.write(pa.table({"k": keys, "v": values, "_kind": kinds}), row_kind="_kind")
+        for k, v, deleted in zip(keys.to_pylist(), values.to_pylist(), deletes.tolist(), strict=True):
+            if deleted:
+                expected.pop(k, None)
+            else:
+                expected[k] = v
+    reference = sorted(expected.items())
+    for threads in (1, 2, 3, 8):
+        stream = table.read(threads=threads)
+        got = stream.read_all()
+        assert list(zip(got["k"].to_pylist(), got["v"].to_pylist(), strict=True)) == reference, threads
+        runs = len(commits)
+        # One thread merges the bucket whole; more threads merge it in key ranges.
+        assert (stream.stats["runs"] > runs) == (threads > 1), (threads, stream.stats)
+
+
+@pytest.mark.parametrize("kind", ["int", "string"])
+def test_a_merge_of_parquet_files_is_alike_on_any_thread_count(tmp_path, kind):
+    rng = np.random.default_rng(9)
+    paths, expected = [], {}
+    for run in range(6):
+        numbers = np.sort(rng.choice(ROWS, ROWS // 4, replace=False))
+        keys = keys_of(kind, numbers)
+        values = pa.array(np.full(len(numbers), run), pa.int64())
+        paths.append(str(tmp_path / f"{run}.parquet"))
+        pq.write_table(
+            pa.table({"k": keys, "v": values}),
+            paths[-1],
+            write_page_index=True,
+            data_page_size=32 << 10,
+            use_dictionary=False,
+        )
+        expected.update(zip(keys.to_pylist(), values.to_pylist(), strict=True))  # a later run is newer
+    reference = sorted(expected.items())
+    for threads in (1, 2, 3, 8):
+        stream = mc.merge(paths, key="k", threads=threads)
+        got = stream.read_all()
+        assert list(zip(got["k"].to_pylist(), got["v"].to_pylist(), strict=True)) == reference, threads
+        assert (stream.stats["runs"] > len(paths)) == (threads > 1), (threads, stream.stats)
