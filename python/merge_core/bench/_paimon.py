@@ -13,7 +13,7 @@ import merge_core as mc
 
 from ._measure import Peer, Section, missing, progress, same_rows, time_peers, timed
 from ._table import BUCKETS, paimon_table
-from ._upsert import BATCH, contest_versions, data_files, decode_only
+from ._upsert import BATCH, contest_versions, data_files, decode_only, write_table
 
 
 def pypaimon_read(table, options: dict[str, str] | None = None) -> pa.Table:
@@ -40,8 +40,13 @@ def run(folder: str, base_rows: int, repeat: int) -> Section:
     ours = mc.Table.open(os.path.join(warehouse, "bench.db", "contest"))
     stored = sum(f.rows for split in ours.plan() for s in split.sections for run in s.runs for f in run)
     progress(f"  {stored:,} stored rows in {len(data_files(ours))} files")
+    # The same commits into one bucket (merge-core's writer: its files have a page index),
+    # read on one thread and on all cores: a bucket cut into key ranges merged in parallel.
+    one_bucket, _ = timed("merge-core one-bucket write", lambda: write_table(os.path.join(folder, "one"), paths, 1))
     peers = [
         Peer("merge-core Table.read", lambda: ours.read(batch_size=BATCH).read_all()),
+        Peer("merge-core, 1 bucket, threads=1", lambda: one_bucket.read(batch_size=BATCH, threads=1).read_all()),
+        Peer("merge-core, 1 bucket, all cores", lambda: one_bucket.read(batch_size=BATCH).read_all()),
         Peer("decode floor (files decoded, no merge)", lambda: decode_only(ours, stored), compared=False),
         Peer("pypaimon-rust", lambda: pypaimon_rust_read(warehouse), "pypaimon_rust"),
         Peer("pypaimon read.native.enabled", lambda: pypaimon_read(theirs, {"read.native.enabled": "true"})),
@@ -59,6 +64,8 @@ def run(folder: str, base_rows: int, repeat: int) -> Section:
             " reader. Ratios are to merge-core's read.",
             "The floor decodes the same data files with pyarrow on all cores and merges nothing. pypaimon in pure"
             " Python is timed once.",
+            "The 1-bucket lines read the same commits written by merge-core into a one-bucket table, on one"
+            " thread and on all cores (the bucket cut into key ranges merged in parallel).",
         ],
         runs,
     )
