@@ -4,9 +4,11 @@
 //!
 //! Up to `threads` groups are merged at once, each on its own thread, handing batches
 //! over a [`Handoff`]; with fewer groups than threads, the spare ones decode the groups'
-//! runs ahead of their merges ([`crate::prefetch`]). A group merged ahead of its turn may buffer its output up to a share
-//! of [`READ_AHEAD_BYTES`]: enough that its worker rarely waits for the reader to finish the
-//! groups before it (which left a core idle), while memory stays bounded.
+//! runs ahead of their merges ([`crate::prefetch`]), and a group of files may be cut into
+//! key ranges first ([`crate::slices`]). A group merged ahead of its turn may buffer its
+//! output up to a share of [`READ_AHEAD_BYTES`]: enough that its worker rarely waits for
+//! the reader to finish the groups before it (which left a core idle), while memory
+//! stays bounded.
 //! A worker stops when its receiver is dropped (with the stream, or at its first error); it is
 //! never joined, since it may be waiting to read a run that needs a lock (Python's GIL)
 //! held by whoever drops the stream.
@@ -40,9 +42,15 @@ pub struct GroupOptions {
     pub strict: bool,
 }
 
-/// Bytes of merged batches all workers together may have ready before the reader takes
-/// them (each worker may always have one batch ready, whatever its size).
+/// Bytes of merged batches the workers merging ahead of the group being read may have
+/// ready together (each worker may always have one batch ready, whatever its size).
 pub(crate) const READ_AHEAD_BYTES: usize = 128 << 20;
+
+/// Bytes each of `threads` workers may have ready: the budget is shared by the groups
+/// merged ahead of the one being read, which hands its batches over as they come.
+pub(crate) fn read_ahead_share(threads: usize) -> usize {
+    READ_AHEAD_BYTES / threads.saturating_sub(1).max(1)
+}
 
 /// Merges each group of runs (of `schema`) on its own, streaming the outputs in order.
 pub fn merge_groups(schema: SchemaRef, groups: Vec<Vec<Run>>, options: GroupOptions) -> Result<MergeStream> {
@@ -103,7 +111,7 @@ impl Groups {
             Some(prefetch) => runs.into_iter().map(|run| prefetch.run(run)).collect(),
             None => runs,
         };
-        let (sender, receiver) = handoff(READ_AHEAD_BYTES / self.threads);
+        let (sender, receiver) = handoff(read_ahead_share(self.threads));
         let (merge, stats, declared) = (self.merge.clone(), self.stats.clone(), self.output.clone());
         let strict = self.strict;
         std::thread::spawn(move || {

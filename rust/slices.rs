@@ -28,7 +28,7 @@ use parquet::arrow::arrow_reader::ArrowReaderMetadata;
 
 use crate::error::{MergeError, Result};
 use crate::files::{run_of_files, with_page_index, DataFile};
-use crate::groups::READ_AHEAD_BYTES;
+use crate::groups::read_ahead_share;
 use crate::run::Run;
 
 /// Rows a slice should have at least: below that, a thread costs more than it saves.
@@ -169,7 +169,7 @@ pub(crate) fn slice_runs_of_at_least(
     let total: u64 = zoned.iter().flatten().map(|(_, zones)| zones.rows()).sum();
     // The files' decoded size bounds the output's.
     let bytes: u64 = zoned.iter().flatten().map(|(file, _)| decoded_bytes(file)).sum();
-    let share = (READ_AHEAD_BYTES / threads).max(1) as u64;
+    let share = read_ahead_share(threads).max(1) as u64;
     let slices = threads.max(bytes.div_ceil(share) as usize);
     // Fewer slices cut fewer zones: take the most whose extra decoding stays small.
     let most = slices.min((total / min_rows.max(1)) as usize);
