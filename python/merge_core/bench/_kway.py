@@ -35,7 +35,7 @@ def write_runs(folder: str, runs: int, rows_per_run: int, seed: int = 11) -> lis
 
 
 def merge_core(paths: list[str], algorithm: str) -> pa.Table:
-    # Paths: decoded in Rust on worker threads, ahead of the merge.
+    # Paths: decoded in Rust, cut into key ranges merged in parallel.
     return mc.merge(paths, key="k", merge="none", algorithm=algorithm, batch_size=BATCH).read_all()
 
 
@@ -87,10 +87,10 @@ def run(folder: str, runs: int, rows_per_run: int, repeat: int) -> Section:
         [
             f"{runs} Parquet runs x {rows_per_run:,} rows = {total:,} rows, each sorted by a distinct int64 key,"
             " with an int64 and a string column; every tool reads the files and returns the merged table.",
-            "merge-core is given the files' paths: each is decoded in Rust on a worker thread, ahead of the merge"
-            " (as many decoding at once as there are cores), and merged on one thread. `pyarrow readers`: the"
-            " same merge fed by `pyarrow.dataset` readers. The floor decodes the files with pyarrow on every"
-            " core and does not merge.",
+            "merge-core is given the files' paths: decoded in Rust and cut into key ranges by the files' row-group"
+            " statistics (the runs have no page index), the ranges merged in parallel on every core, outputs in"
+            " key order. `pyarrow readers`: one merge fed by `pyarrow.dataset` readers. The floor decodes the"
+            " files with pyarrow on every core and does not merge.",
             "DataFusion: the files registered with `file_sort_order` and one partition per file, so its plan is"
             " SortPreservingMergeExec over the file scans. Polars: a balanced tree of two-way `merge_sorted`.",
         ],
