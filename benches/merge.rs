@@ -111,7 +111,11 @@ fn options(algorithm: Algorithm) -> MergeOptions {
     o
 }
 
-const ALGORITHMS: [(Algorithm, &str); 2] = [(Algorithm::LoserTree, "loser-tree"), (Algorithm::Heap, "heap")];
+const ALGORITHMS: [(Algorithm, &str); 3] = [
+    (Algorithm::LoserTree, "loser-tree"),
+    (Algorithm::PaimonLoserTree, "paimon-loser-tree"),
+    (Algorithm::Heap, "heap"),
+];
 
 fn bench_engines(c: &mut Criterion) {
     for (kind, kind_name) in [(KeyKind::Int64, "int64"), (KeyKind::Str128, "str128")] {

@@ -201,6 +201,12 @@ impl<E: KeyEncoder> Runs<E> {
         };
     }
 
+    /// The digest of live run `i`'s current key.
+    #[inline]
+    pub(crate) fn digest(&self, i: usize) -> u64 {
+        self.heads[i].digest
+    }
+
     /// Run `i` has no rows left.
     #[inline]
     pub(crate) fn is_done(&self, i: usize) -> bool {

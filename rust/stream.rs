@@ -10,10 +10,10 @@ use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::{ArrowError, Field, Schema, SchemaRef};
 
 use crate::builder::{OutputBuilder, OutputColumns};
-use crate::engine::{Algorithm, Heap, LoserTree, MergeEngine};
+use crate::engine::{Algorithm, Heap, LeanTree, LoserTree, MergeEngine};
 use crate::error::{invalid, MergeError, Result};
 use crate::fold::{Folder, MergeFunction, Paths};
-use crate::keys::{dispatch, KeyEncoder, KeyVisitor};
+use crate::keys::{dispatch, KeyEncoder, KeyValues, KeyVisitor};
 use crate::run::{BatchIter, Group, Layout, Run, Runs};
 use crate::version::VersionColumns;
 
@@ -344,7 +344,12 @@ impl KeyVisitor for BuildMerge {
 
     fn visit<E: KeyEncoder>(self, encoder: E) -> BoxedBatches {
         match self.options.algorithm {
-            Algorithm::LoserTree => self.with_engine(encoder, LoserTree::default()),
+            Algorithm::LoserTree if E::Values::DIGEST_IS_KEY => {
+                self.with_engine(encoder, LeanTree::default())
+            }
+            Algorithm::LoserTree | Algorithm::PaimonLoserTree => {
+                self.with_engine(encoder, LoserTree::default())
+            }
             Algorithm::Heap => self.with_engine(encoder, Heap::default()),
         }
     }
@@ -501,7 +506,8 @@ impl KeyVisitor for OrderOnly {
         }
         let runs = Runs::new(self.inputs, encoder, self.layout);
         match self.algorithm {
-            Algorithm::LoserTree => drive(runs, LoserTree::default()),
+            Algorithm::LoserTree if E::Values::DIGEST_IS_KEY => drive(runs, LeanTree::default()),
+            Algorithm::LoserTree | Algorithm::PaimonLoserTree => drive(runs, LoserTree::default()),
             Algorithm::Heap => drive(runs, Heap::default()),
         }
     }

@@ -3,15 +3,19 @@
 //! how they find the next smallest key:
 //!
 //! - [`LoserTree`]: Paimon's loser tree with its same-key state machine (seed 000);
-//! - [`Heap`]: the binary-heap baseline (Paimon's `SortMergeReaderWithMinHeap`).
+//! - [`Heap`]: the binary-heap baseline (Paimon's `SortMergeReaderWithMinHeap`);
+//! - [`LeanTree`]: a plain loser tree, which `LoserTree` becomes for keys of at most 64
+//!   bits (compared by their digests alone).
 //!
-//! Every group is complete before any of its runs advances to a new key, so a merge
-//! function sees each key exactly once.
+//! Every group is complete before it is folded, so a merge function sees each key
+//! exactly once.
 
 mod heap;
+mod lean_tree;
 mod loser_tree;
 
 pub(crate) use heap::Heap;
+pub(crate) use lean_tree::LeanTree;
 pub(crate) use loser_tree::LoserTree;
 
 use crate::error::Result;
@@ -21,9 +25,12 @@ use crate::run::{Group, Runs};
 /// Which engine merges the runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Algorithm {
-    /// Paimon's loser tree (the default).
+    /// A loser tree (the default): Paimon's, or for keys of at most 64 bits a plain one
+    /// that needs none of its per-run states.
     #[default]
     LoserTree,
+    /// Paimon's loser tree for every key type (`"paimon-loser-tree"`), to compare the two.
+    PaimonLoserTree,
     /// A binary min-heap, the baseline.
     Heap,
 }
@@ -35,6 +42,7 @@ impl std::str::FromStr for Algorithm {
         match s {
             "loser-tree" | "loser_tree" | "losertree" => Ok(Self::LoserTree),
             "heap" => Ok(Self::Heap),
+            "paimon-loser-tree" => Ok(Self::PaimonLoserTree),
             other => {
                 Err(crate::error::invalid!("unknown algorithm '{other}' (expected 'loser-tree' or 'heap')"))
             }

@@ -6,7 +6,7 @@ use proptest::prelude::*;
 use super::reference::{expected, rows_of, run, Order, Row};
 use crate::{merge, AggFunction, AggregateField, Algorithm, MergeFunction, MergeOptions, MergeStream};
 
-const ALGORITHMS: [Algorithm; 2] = [Algorithm::LoserTree, Algorithm::Heap];
+const ALGORITHMS: [Algorithm; 3] = [Algorithm::LoserTree, Algorithm::PaimonLoserTree, Algorithm::Heap];
 
 fn merge_functions() -> Vec<MergeFunction> {
     let mut all = vec![MergeFunction::None];
@@ -170,17 +170,17 @@ fn disjoint_runs(k: usize, per_run: usize) -> Vec<Vec<Row>> {
 
 #[test]
 fn loser_tree_comparisons_per_row_are_at_most_log2_k_plus_one() {
-    for k in [1usize, 2, 3, 5, 8, 32, 100, 128] {
+    for (k, algorithm) in [1usize, 2, 3, 5, 8, 32, 100, 128]
+        .into_iter()
+        .flat_map(|k| [(k, Algorithm::LoserTree), (k, Algorithm::PaimonLoserTree)])
+    {
         let runs = disjoint_runs(k, 200);
-        let (got, _, stream) = run_merge(
-            &runs,
-            &[],
-            options(MergeFunction::default(), Algorithm::LoserTree, Order::Arrival, 1024),
-        );
+        let (got, _, stream) =
+            run_merge(&runs, &[], options(MergeFunction::default(), algorithm, Order::Arrival, 1024));
         assert_eq!(got.len(), k * 200);
         let per_row = stream.stats().key_comparisons as f64 / got.len() as f64;
         let bound = (k as f64).log2().ceil() + 1.0;
-        assert!(per_row <= bound, "k={k}: {per_row} comparisons per row > {bound}");
+        assert!(per_row <= bound, "{algorithm:?}, k={k}: {per_row} comparisons per row > {bound}");
     }
 }
 

@@ -1,0 +1,98 @@
+//! A plain loser tree, for keys whose digest is the key itself (integers and other keys
+//! of at most 64 bits). With such keys a group is "every head whose digest equals the
+//! first one's", so a popped run can advance at once and climb again: one replay of
+//! its path per row and no per-run state, where Paimon's tree ([`super::LoserTree`])
+//! parks popped runs in the tree until the group is complete (it must, for keys it can
+//! only compare while their rows are current).
+//!
+//! Runs are ordered by (key, version), a used-up run after every live one, so the rows
+//! of a key leave the tree in version order; all of them are heads when the key is the
+//! least (each run's head is its least unread row), and a run that moved on holds a
+//! greater key.
+
+use std::cmp::Ordering;
+
+use super::MergeEngine;
+use crate::error::Result;
+use crate::keys::{KeyEncoder, KeyValues};
+use crate::run::{Group, Runs};
+
+/// An internal node nobody has reached yet (only while the tree is being built).
+const EMPTY: usize = usize::MAX;
+
+#[derive(Default)]
+pub(crate) struct LeanTree {
+    /// `nodes[0]`: the winner; `nodes[n]` for `n` in `1..k`: the loser of the match there.
+    nodes: Vec<usize>,
+    started: bool,
+}
+
+impl LeanTree {
+    /// Whether run `a` goes before run `b`.
+    #[inline]
+    fn before<E: KeyEncoder>(runs: &mut Runs<E>, a: usize, b: usize) -> bool {
+        match runs.compare_live(a, b) {
+            Ordering::Less => true,
+            Ordering::Greater => false,
+            Ordering::Equal => runs.compare_versions(a, b) == Ordering::Less,
+        }
+    }
+
+    /// Lets `run` climb from its leaf, playing the match at each node.
+    #[inline]
+    fn replay<E: KeyEncoder>(&mut self, runs: &mut Runs<E>, run: usize) {
+        let k = runs.len();
+        let mut winner = run;
+        let mut node = (run + k) / 2;
+        while node > 0 {
+            let parked = self.nodes[node];
+            if parked == EMPTY {
+                self.nodes[node] = winner; // building: wait here for the opponent
+                return;
+            }
+            if Self::before(runs, parked, winner) {
+                self.nodes[node] = winner;
+                winner = parked;
+            }
+            node /= 2;
+        }
+        self.nodes[0] = winner;
+    }
+
+    /// Takes the winner's row (and the rows of its key in the same run) into `group`,
+    /// then moves the run on and lets it climb again.
+    fn pop<E: KeyEncoder>(&mut self, runs: &mut Runs<E>, group: &mut Group) -> Result<()> {
+        let top = self.nodes[0];
+        runs.take(top, group)?;
+        runs.advance(top)?;
+        self.replay(runs, top);
+        Ok(())
+    }
+}
+
+impl<E: KeyEncoder> MergeEngine<E> for LeanTree {
+    fn next_group(&mut self, runs: &mut Runs<E>, group: &mut Group) -> Result<bool> {
+        debug_assert!(E::Values::DIGEST_IS_KEY, "a lean tree needs keys equal to their digests");
+        if runs.len() == 0 {
+            return Ok(false);
+        }
+        if !self.started {
+            self.started = true;
+            self.nodes = vec![EMPTY; runs.len()];
+            for run in (0..runs.len()).rev() {
+                runs.start(run)?;
+                self.replay(runs, run);
+            }
+        }
+        if runs.is_done(self.nodes[0]) {
+            return Ok(false);
+        }
+        let key = runs.digest(self.nodes[0]);
+        self.pop(runs, group)?;
+        while !runs.is_done(self.nodes[0]) && runs.digest(self.nodes[0]) == key {
+            self.pop(runs, group)?;
+        }
+        runs.finish_group(group);
+        Ok(true)
+    }
+}
