@@ -35,7 +35,7 @@ from .paimon import Table
 
 __version__: str = _native.__version__
 
-Algorithm = Literal["loser-tree", "heap"]
+Algorithm = Literal["loser-tree", "heap", "paimon-loser-tree"]
 
 
 def merge(
@@ -69,7 +69,9 @@ def merge(
             ``"partial-update"``, ``"aggregate"`` (or the option objects
             ``mc.Deduplicate``, ``mc.FirstRow``, ``mc.PartialUpdate``, ``mc.Aggregate``),
             or ``"none"`` to keep every row.
-        algorithm: ``"loser-tree"`` (Paimon's) or ``"heap"`` (the baseline); the output is the same.
+        algorithm: ``"loser-tree"`` (Paimon's, or a plain one for keys of at most 64 bits),
+            ``"heap"`` (the baseline) or ``"paimon-loser-tree"`` (Paimon's for every key);
+            the output is the same.
         batch_size: rows per output batch (the last may be shorter).
         sequence_order: ``"descending"`` makes a *lower* sequence value newer (Paimon's
             ``sequence.field.sort-order``).
