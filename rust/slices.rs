@@ -153,7 +153,7 @@ pub fn slice_runs(
 /// [`slice_runs`] with slices of at least `min_rows` rows.
 pub(crate) fn slice_runs_of_at_least(
     schema: &SchemaRef,
-    runs: Vec<Vec<DataFile>>,
+    mut runs: Vec<Vec<DataFile>>,
     key: usize,
     threads: usize,
     batch_size: usize,
@@ -165,7 +165,11 @@ pub(crate) fn slice_runs_of_at_least(
     if threads < 2 || !sliceable(schema.field(key).data_type()) {
         return vec![runs_of(runs)];
     }
-    let Some(zoned) = zone_runs(schema, runs.clone(), key) else { return vec![runs_of(runs)] };
+    let Some(zones) = zone_runs(&mut runs, schema.field(key).data_type(), key) else {
+        return vec![runs_of(runs)]; // the footers read so far stay with their files
+    };
+    let zoned: Vec<Vec<(DataFile, Zones)>> =
+        runs.into_iter().zip(zones).map(|(files, zones)| files.into_iter().zip(zones).collect()).collect();
     let total: u64 = zoned.iter().flatten().map(|(_, zones)| zones.rows()).sum();
     // The files' decoded size bounds the output's.
     let bytes: u64 = zoned.iter().flatten().map(|(file, _)| decoded_bytes(file)).sum();
@@ -173,21 +177,22 @@ pub(crate) fn slice_runs_of_at_least(
     let slices = threads.max(bytes.div_ceil(share) as usize);
     // Fewer slices cut fewer zones: take the most whose extra decoding stays small.
     let most = slices.min((total / min_rows.max(1)) as usize);
-    for slices in (2..=most).rev() {
-        let parts = parts_of(&zoned, key, slices);
-        let decoded: u64 = parts.iter().flatten().flatten().map(part_rows).sum();
-        let extra = total * (slices.min(threads) as u64 - 1) / EXTRA_DECODE_PER_THREAD;
-        if parts.len() >= 2 && decoded <= total + extra {
-            return parts.into_iter().map(runs_of).collect();
+    if let Ok(order) = ZoneOrder::of(&zoned) {
+        for slices in (2..=most).rev() {
+            let parts = parts_of(&zoned, key, &order.cuts(slices));
+            let decoded: u64 = parts.iter().flatten().flatten().map(part_rows).sum();
+            let extra = total * (slices.min(threads) as u64 - 1) / EXTRA_DECODE_PER_THREAD;
+            if parts.len() >= 2 && decoded <= total + extra {
+                return parts.into_iter().map(runs_of).collect();
+            }
         }
     }
     vec![runs_of(zoned.into_iter().map(|files| files.into_iter().map(|(file, _)| file).collect()).collect())]
 }
 
-/// The parts of the files each of (up to) `slices` key ranges reads: per slice, per
-/// run, the parts of its files that may hold keys of the range (empty ones left out).
-fn parts_of(zoned: &[Vec<(DataFile, Zones)>], key: usize, slices: usize) -> Vec<Vec<Vec<DataFile>>> {
-    let Ok(cuts) = cuts(zoned, slices) else { return Vec::new() };
+/// The parts of the files each key range between `cuts` reads: per range, per run, the
+/// parts of its files that may hold keys of the range (empty ones left out).
+fn parts_of(zoned: &[Vec<(DataFile, Zones)>], key: usize, cuts: &[ArrayRef]) -> Vec<Vec<Vec<DataFile>>> {
     (0..=cuts.len())
         .map(|i| {
             let lower = i.checked_sub(1).map(|i| cuts[i].clone());
@@ -214,29 +219,22 @@ fn part_rows(part: &DataFile) -> u64 {
     }
 }
 
-/// Each file with its zones and its footer read (`None`: some file cannot be cut).
-fn zone_runs(
-    schema: &SchemaRef,
-    runs: Vec<Vec<DataFile>>,
-    key: usize,
-) -> Option<Vec<Vec<(DataFile, Zones)>>> {
-    let key_type = schema.field(key).data_type();
-    runs.into_iter()
+/// The zones of each file, its footer read into it (`None`: some file cannot be cut).
+fn zone_runs(runs: &mut [Vec<DataFile>], key_type: &DataType, key: usize) -> Option<Vec<Vec<Zones>>> {
+    runs.iter_mut()
         .map(|files| {
             files
-                .into_iter()
-                .map(|mut file| {
+                .iter_mut()
+                .map(|file| {
                     if file.fetch.is_some() || file.rows.is_some() || file.keys.is_some() {
                         return None;
                     }
-                    let metadata = match file.metadata.take() {
-                        Some(metadata) => metadata,
-                        None => ArrowReaderMetadata::load(&File::open(&file.path).ok()?, with_page_index())
-                            .ok()?,
-                    };
-                    let zones = Zones::of(&metadata, file.columns[key].as_deref()?, key_type)?;
-                    file.metadata = Some(metadata);
-                    Some((file, zones))
+                    if file.metadata.is_none() {
+                        let handle = File::open(&file.path).ok()?;
+                        file.metadata = Some(ArrowReaderMetadata::load(&handle, with_page_index()).ok()?);
+                    }
+                    let metadata = file.metadata.as_ref()?;
+                    Zones::of(metadata, file.columns[key].as_deref()?, key_type)
                 })
                 .collect()
         })
@@ -336,39 +334,53 @@ impl Zones {
     }
 }
 
-/// Up to `slices - 1` cuts, ascending and distinct, that share the zones' rows out about
-/// evenly: each is the least value of the zone (by least value) after a share's end.
-fn cuts(zoned: &[Vec<(DataFile, Zones)>], slices: usize) -> Result<Vec<ArrayRef>> {
-    let all: Vec<&Zones> = zoned.iter().flatten().map(|(_, zones)| zones).collect();
-    if slices < 2 || all.is_empty() {
-        return Ok(Vec::new());
+/// All zones of a merge ordered by their least values, once for any number of slices.
+struct ZoneOrder {
+    /// The zones' least values, file by file.
+    mins: ArrayRef,
+    rows: Vec<u64>,
+    /// Indices into `mins`, ascending by value.
+    order: Vec<usize>,
+}
+
+impl ZoneOrder {
+    fn of(zoned: &[Vec<(DataFile, Zones)>]) -> Result<Self> {
+        let all: Vec<&Zones> = zoned.iter().flatten().map(|(_, zones)| zones).collect();
+        let mins: Vec<&dyn Array> = all.iter().map(|z| z.mins.as_ref()).collect();
+        let mins = arrow_select::concat::concat(&mins)?;
+        let rows = all
+            .iter()
+            .flat_map(|z| z.ends.iter().scan(0, |start, &end| Some(end - std::mem::replace(start, end))))
+            .collect();
+        let compare = comparator(mins.as_ref(), mins.as_ref())?;
+        let mut order: Vec<usize> = (0..mins.len()).collect();
+        order.sort_by(|&a, &b| compare(a, b));
+        Ok(Self { mins, rows, order })
     }
-    let mins: Vec<&dyn Array> = all.iter().map(|z| z.mins.as_ref()).collect();
-    let mins = arrow_select::concat::concat(&mins)?;
-    let rows: Vec<u64> = all
-        .iter()
-        .flat_map(|z| z.ends.iter().scan(0, |start, &end| Some(end - std::mem::replace(start, end))))
-        .collect();
-    let compare = comparator(mins.as_ref(), mins.as_ref())?;
-    let mut order: Vec<usize> = (0..mins.len()).collect();
-    order.sort_by(|&a, &b| compare(a, b));
-    let total: u64 = rows.iter().sum();
-    let mut cuts: Vec<usize> = Vec::new();
-    let mut below = 0u64;
-    let mut share = 1;
-    for (position, &zone) in order.iter().enumerate() {
-        below += rows[zone];
-        while share < slices && below * slices as u64 >= total * share as u64 {
-            share += 1;
-            let Some(&next) = order.get(position + 1) else { break };
-            let distinct = match cuts.last() {
-                Some(&last) => compare(last, next) == Ordering::Less,
-                None => compare(order[0], next) == Ordering::Less, // else the first slice is empty
-            };
-            if distinct {
-                cuts.push(next);
+
+    /// Up to `slices - 1` cuts, ascending and distinct, that share the zones' rows out
+    /// about evenly: each is the least value of the zone (by least value) after a share's
+    /// end.
+    fn cuts(&self, slices: usize) -> Vec<ArrayRef> {
+        let Ok(compare) = comparator(self.mins.as_ref(), self.mins.as_ref()) else { return Vec::new() };
+        let (order, total) = (&self.order, self.rows.iter().sum::<u64>());
+        let mut cuts: Vec<usize> = Vec::new();
+        let mut below = 0u64;
+        let mut share = 1;
+        for (position, &zone) in order.iter().enumerate() {
+            below += self.rows[zone];
+            while share < slices && below * slices as u64 >= total * share as u64 {
+                share += 1;
+                let Some(&next) = order.get(position + 1) else { break };
+                let distinct = match cuts.last() {
+                    Some(&last) => compare(last, next) == Ordering::Less,
+                    None => compare(order[0], next) == Ordering::Less, // else the first slice is empty
+                };
+                if distinct {
+                    cuts.push(next);
+                }
             }
         }
+        cuts.into_iter().map(|i| self.mins.slice(i, 1)).collect()
     }
-    Ok(cuts.into_iter().map(|i| mins.slice(i, 1)).collect())
 }
