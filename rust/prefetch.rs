@@ -10,7 +10,6 @@ use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread;
 
-use arrow_array::RecordBatch;
 use arrow_schema::ArrowError;
 
 use crate::error::MergeError;
@@ -37,55 +36,76 @@ impl Prefetch {
 }
 
 fn ahead(run: Run, permits: Arc<Permits>) -> Run {
+    Run { schema: run.schema, batches: computed_ahead(run.batches, permits, external) }
+}
+
+/// `items` computed on a thread of their own, up to [`QUEUE_BATCHES`] ahead of the
+/// consumer: a two-stage pipeline, e.g. a spill's sorted batches built while the batch
+/// before is compressed and written. Items and their errors come out in order.
+pub(crate) fn on_own_thread<T: Send + 'static>(
+    items: impl Iterator<Item = Result<T, MergeError>> + Send + 'static,
+) -> Box<dyn Iterator<Item = Result<T, MergeError>> + Send> {
+    computed_ahead(items, Arc::new(Permits::new(1)), |e| e)
+}
+
+/// The worker behind [`ahead`] and [`on_own_thread`]: it computes `items` into a
+/// bounded queue while holding a permit; `error` turns a panic or a failed start into
+/// the stream's error type.
+fn computed_ahead<T: Send + 'static, E: Send + 'static>(
+    mut items: impl Iterator<Item = Result<T, E>> + Send + 'static,
+    permits: Arc<Permits>,
+    error: fn(MergeError) -> E,
+) -> Box<dyn Iterator<Item = Result<T, E>> + Send> {
     let (sender, receiver) = sync_channel(QUEUE_BATCHES);
-    let Run { schema, mut batches } = run;
-    let worker = move || loop {
-        let next = {
-            let _permit = permits.take();
-            catch_unwind(AssertUnwindSafe(|| batches.next()))
-                .unwrap_or_else(|panic| Some(Err(external(MergeError::from_panic(panic)))))
+    let worker = move || {
+        let ended = loop {
+            let next = {
+                let _permit = permits.take();
+                catch_unwind(AssertUnwindSafe(|| items.next()))
+                    .unwrap_or_else(|panic| Some(Err(error(MergeError::from_panic(panic)))))
+            };
+            let Some(item) = next else { break true };
+            let failed = item.is_err();
+            if sender.send(Some(item)).is_err() || failed {
+                break false; // the consumer is gone, or the stream ends at its error
+            }
         };
-        let Some(item) = next else {
+        drop(items); // what the stream holds is freed before its end is said
+        if ended {
             let _ = sender.send(None); // the end, said (a queue cut short is an error)
-            return;
-        };
-        let failed = item.is_err();
-        if sender.send(Some(item)).is_err() || failed {
-            return; // the merge is gone, or the run ends at its error
         }
     };
-    let spawned = thread::Builder::new().name("merge-core-prefetch".into()).spawn(worker);
-    let batches: Box<dyn Iterator<Item = Item> + Send> = match spawned {
-        Ok(_) => Box::new(Queue(Some(receiver))),
+    match thread::Builder::new().name("merge-core-prefetch".into()).spawn(worker) {
+        Ok(_) => Box::new(Queue { receiver: Some(receiver), error }),
         Err(e) => {
             let e = MergeError::Internal(format!("cannot start a thread to read a run: {e}"));
-            Box::new(std::iter::once(Err(external(e))))
+            Box::new(std::iter::once(Err(error(e))))
         }
-    };
-    Run { schema, batches }
+    }
 }
 
 fn external(e: MergeError) -> ArrowError {
     ArrowError::ExternalError(Box::new(e))
 }
 
-type Item = Result<RecordBatch, ArrowError>;
+/// A worker's queue, read by the consumer: `None` marks the stream's end, so a worker
+/// that vanished without it is an error, never a stream silently cut short.
+struct Queue<T, E> {
+    receiver: Option<Receiver<Option<Result<T, E>>>>,
+    error: fn(MergeError) -> E,
+}
 
-/// A worker's queue, read by the merge: `None` marks the run's end, so a worker that
-/// vanished without it is an error, never a run silently cut short.
-struct Queue(Option<Receiver<Option<Item>>>);
+impl<T, E> Iterator for Queue<T, E> {
+    type Item = Result<T, E>;
 
-impl Iterator for Queue {
-    type Item = Item;
-
-    fn next(&mut self) -> Option<Item> {
-        let item = match self.0.as_ref()?.recv() {
-            Ok(Some(Ok(batch))) => return Some(Ok(batch)),
-            Ok(Some(Err(e))) => Some(Err(e)), // the run's last item
+    fn next(&mut self) -> Option<Self::Item> {
+        let item = match self.receiver.as_ref()?.recv() {
+            Ok(Some(Ok(value))) => return Some(Ok(value)),
+            Ok(Some(Err(e))) => Some(Err(e)), // the stream's last item
             Ok(None) => None,
-            Err(_) => Some(Err(external(MergeError::Internal("a run's reader thread stopped early".into())))),
+            Err(_) => Some(Err((self.error)(MergeError::Internal("a reader thread stopped early".into())))),
         };
-        self.0 = None;
+        self.receiver = None;
         item
     }
 }
@@ -124,9 +144,11 @@ impl Drop for Permit<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use arrow_array::{Array, Int64Array};
+    use arrow_array::{Array, Int64Array, RecordBatch};
     use arrow_schema::{DataType, Field, Schema};
     use std::sync::atomic::{AtomicUsize, Ordering};
+
+    type Item = Result<RecordBatch, ArrowError>;
 
     fn batch(values: Vec<i64>) -> RecordBatch {
         let schema = Arc::new(Schema::new(vec![Field::new("k", DataType::Int64, false)]));

@@ -14,6 +14,7 @@ mod primitive;
 mod rows;
 
 use std::cmp::Ordering;
+use std::sync::{Arc, OnceLock};
 
 use arrow_array::ArrayRef;
 use arrow_schema::DataType;
@@ -49,6 +50,89 @@ pub(crate) fn byte_prefix(value: &[u8]) -> u64 {
     let n = value.len().min(8);
     head[..n].copy_from_slice(&value[..n]);
     u64::from_be_bytes(head)
+}
+
+/// The bytes every key of a merge is expected to start with, so that digests look past
+/// them: keys like `user-000…`, URLs or paths share a long head, and a digest of their
+/// first eight bytes would be the same for all of them. Learnt once per encoder, from
+/// the first batch it encodes (the longest prefix of all its values, at most
+/// [`MAX_HEAD`] bytes), and fixed from then on, so that every digest of the merge is
+/// comparable with every other. A first batch of a sorted run spans less of the key
+/// range than the merge, so its head may be longer than what all keys share: the
+/// digest of a key that leaves the head early says where it leaves (see [`digest_past`]).
+#[derive(Default)]
+pub(crate) struct SharedHead(OnceLock<Arc<[u8]>>);
+
+/// The longest head kept: positions within it fit the digest's 14 bits.
+pub(crate) const MAX_HEAD: usize = (1 << 14) - 1;
+
+impl SharedHead {
+    /// The head, learnt from `values` (one batch's keys) if none was learnt yet. A batch
+    /// of fewer than two values says nothing of what keys share: the head stays empty.
+    pub(crate) fn learn<'a>(&self, mut values: impl Iterator<Item = &'a [u8]>) -> &Arc<[u8]> {
+        self.0.get_or_init(|| {
+            let Some(first) = values.next() else { return Arc::default() };
+            let first = &first[..first.len().min(MAX_HEAD)];
+            let mut common = None;
+            for value in values {
+                common = Some(common_prefix_len(&first[..common.unwrap_or(first.len())], value));
+            }
+            first[..common.unwrap_or(0)].into()
+        })
+    }
+}
+
+/// Length of the longest common prefix of `a` and `b`, compared a word at a time.
+pub(crate) fn common_prefix_len(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let (a, b) = (&a[..n], &b[..n]);
+    if a == b {
+        return n; // the usual case for shared heads: one memcmp
+    }
+    let mut at = 0;
+    for (x, y) in a.chunks_exact(8).zip(b.chunks_exact(8)) {
+        let diff = u64::from_le_bytes(x.try_into().expect("8 bytes"))
+            ^ u64::from_le_bytes(y.try_into().expect("8 bytes"));
+        if diff != 0 {
+            return at + diff.trailing_zeros() as usize / 8;
+        }
+        at += 8;
+    }
+    at + a[at..].iter().zip(&b[at..]).take_while(|(x, y)| x == y).count()
+}
+
+/// An order-preserving digest of `value` given the merge's shared `head` (with no head:
+/// [`byte_prefix`]). The top two bits are the band: the value starts with the head (1),
+/// or sorts before (0) or after (2) every value that does. In band 1 the other 62 bits
+/// are the bytes after the head. Outside it they are the position `p` where the value
+/// leaves the head (14 bits) and then 48 bits of the value from `p` on: below the head,
+/// a later departure is a greater value; above it, an earlier one is.
+#[inline]
+pub(crate) fn digest_past(head: &[u8], value: &[u8]) -> u64 {
+    if head.is_empty() {
+        return byte_prefix(value);
+    }
+    let p = common_prefix_len(head, value);
+    if p == head.len() {
+        return HEAD_BAND | (byte_prefix(&value[p..]) >> 2);
+    }
+    let from_p = byte_prefix(&value[p..]) >> 16;
+    // `value` leaves the head at `p`: it ends there or its byte there is the smaller one.
+    if value.get(p).is_none_or(|&byte| byte < head[p]) {
+        ((p as u64) << 48) | from_p
+    } else {
+        (2 << 62) | (((head.len() - p) as u64) << 48) | from_p
+    }
+}
+
+/// The band of [`digest_past`] for values that start with the head.
+pub(crate) const HEAD_BAND: u64 = 1 << 62;
+
+/// Whether two equal digests (from [`digest_past`] with a head of `head_len` bytes) are
+/// of values that both start with the head, so that comparing them may skip it.
+#[inline]
+pub(crate) fn both_past_head(head_len: usize, digest: u64) -> bool {
+    head_len > 0 && digest >> 62 == HEAD_BAND >> 62
 }
 
 /// Builds [`KeyValues`] from a batch's key columns; shared by all runs of one merge so
@@ -94,4 +178,37 @@ pub(crate) fn dispatch<V: KeyVisitor>(types: &[DataType], visitor: V) -> Result<
         return Ok(out);
     }
     Ok(visitor.visit(RowEncoder::new(types)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// Values near a head: a piece of it (cut anywhere, so longer than a word too) and
+    /// then a few bytes of a small alphabet that includes the head's own byte and zero.
+    fn near(head: Vec<u8>) -> impl Strategy<Value = Vec<u8>> {
+        let byte = prop::sample::select(vec![0u8, 1, 7, 8, 255]);
+        (0..=head.len(), prop::collection::vec(byte, 0..10))
+            .prop_map(move |(keep, tail)| [&head[..keep], &tail[..]].concat())
+    }
+
+    proptest! {
+        /// Unequal digests order values as their bytes do, in and out of the head.
+        #[test]
+        fn digests_past_a_head_keep_the_order(
+            (head, values) in prop::collection::vec(prop::sample::select(vec![1u8, 7, 8]), 0..20)
+                .prop_flat_map(|head| (Just(head.clone()), prop::collection::vec(near(head), 2..16))),
+        ) {
+            for a in &values {
+                for b in &values {
+                    let (da, db) = (digest_past(&head, a), digest_past(&head, b));
+                    prop_assert!(da == db || da.cmp(&db) == a.cmp(b), "head {:?}: {:?} vs {:?}", head, a, b);
+                    let naive = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+                    prop_assert_eq!(common_prefix_len(a, b), naive);
+                }
+            }
+        }
+    }
 }

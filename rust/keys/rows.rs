@@ -10,33 +10,40 @@ use arrow_array::ArrayRef;
 use arrow_row::{RowConverter, Rows, SortField};
 use arrow_schema::DataType;
 
-use super::{byte_prefix, KeyEncoder, KeyValues};
+use super::{digest_past, KeyEncoder, KeyValues, SharedHead};
 use crate::error::Result;
 
-pub(crate) struct RowKeys(Rows);
+pub(crate) struct RowKeys {
+    rows: Rows,
+    /// The bytes all rows of the merge are expected to start with (see [`SharedHead`]).
+    head: Arc<[u8]>,
+}
 
 impl KeyValues for RowKeys {
     fn len(&self) -> usize {
-        self.0.num_rows()
+        self.rows.num_rows()
     }
 
     #[inline]
     fn compare(&self, i: usize, other: &Self, j: usize) -> Ordering {
-        self.0.row(i).cmp(&other.0.row(j))
+        self.rows.row(i).cmp(&other.rows.row(j))
     }
 
     fn digest(&self, i: usize) -> u64 {
-        byte_prefix(self.0.row(i).as_ref())
+        digest_past(&self.head, self.rows.row(i).as_ref())
     }
 }
 
 /// One converter shared by every run, so that all rows of a merge are comparable.
-pub(crate) struct RowEncoder(Arc<RowConverter>);
+pub(crate) struct RowEncoder {
+    converter: RowConverter,
+    head: SharedHead,
+}
 
 impl RowEncoder {
     pub(crate) fn new(types: &[DataType]) -> Result<Self> {
         let fields = types.iter().map(|t| SortField::new(t.clone())).collect();
-        Ok(Self(Arc::new(RowConverter::new(fields)?)))
+        Ok(Self { converter: RowConverter::new(fields)?, head: SharedHead::default() })
     }
 }
 
@@ -44,6 +51,8 @@ impl KeyEncoder for RowEncoder {
     type Values = RowKeys;
 
     fn encode(&self, columns: &[ArrayRef]) -> Result<Self::Values> {
-        Ok(RowKeys(self.0.convert_columns(columns)?))
+        let rows = self.converter.convert_columns(columns)?;
+        let head = self.head.learn(rows.iter().map(|row| row.data())).clone();
+        Ok(RowKeys { rows, head })
     }
 }

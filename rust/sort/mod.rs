@@ -6,9 +6,9 @@
 //!    rows held, their keys in row format, and the sort's scratch of 16 bytes a row)
 //!    stays within `memory_limit`. A batch that does not fit is sliced; only a single row
 //!    larger than the whole budget is refused.
-//! 2. A full buffer is sorted by (key, version) and folded key by key (see
-//!    [`sorted`]), then written as one spill file (see [`crate::spill`]) by a
-//!    background thread. Once a sort has spilled, buffers are half the budget, so one
+//! 2. A full buffer is sorted by (key, version), then folded key by key into batches
+//!    (see [`sorted`]) and written as one spill file (see [`crate::spill`]) in the
+//!    background: a thread folds and gathers while another compresses and writes. Once a sort has spilled, buffers are half the budget, so one
 //!    fills while the other is written; at most one spill is in flight and its memory
 //!    still counts against the limit.
 //! 3. `finish` returns the sorted buffer directly if nothing was spilled. Otherwise it
@@ -313,7 +313,7 @@ impl SortBuffer {
         let dir = self.spill_dir()?;
         let writer = std::thread::Builder::new()
             .name("merge-core-spill".into())
-            .spawn(move || dir.write(&schema, sorted))?;
+            .spawn(move || dir.write(&schema, crate::prefetch::on_own_thread(sorted)))?;
         self.in_flight = Some(InFlight { bytes: self.memory, writer });
         self.memory = 0;
         Ok(())

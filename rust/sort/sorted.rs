@@ -9,6 +9,7 @@ use arrow_schema::SchemaRef;
 use crate::builder::{OutputBuilder, OutputColumns};
 use crate::error::Result;
 use crate::fold::Folder;
+use crate::keys::common_prefix_len;
 use crate::run::Layout;
 use crate::store::{BatchStore, RowRef};
 use crate::version::compare_versions;
@@ -46,9 +47,7 @@ fn common_prefix(keys: &[Rows]) -> usize {
     let mut rows = keys.iter().flat_map(|k| k.iter());
     let Some(first) = rows.next() else { return 0 };
     let first = first.as_ref();
-    rows.fold(first.len(), |common, row| {
-        first[..common].iter().zip(row.as_ref()).take_while(|(a, b)| a == b).count()
-    })
+    rows.fold(first.len(), |common, row| common_prefix_len(&first[..common], row.as_ref()))
 }
 
 /// An iterator of sorted, folded batches over a [`Buffered`].
@@ -60,6 +59,8 @@ pub(crate) struct SortedBatches {
     builder: OutputBuilder,
     group: Vec<RowRef>,
     batch_size: usize,
+    /// Bytes every key of the buffer starts with (see [`Entry`]).
+    skip: usize,
 }
 
 impl SortedBatches {
@@ -101,12 +102,12 @@ impl SortedBatches {
             buffered.store.add_null_row(&layout.schema);
         }
         let builder = OutputBuilder::new(OutputColumns::all(output_schema), folder.sinks(layout));
-        Self { buffered, order, next: 0, folder, builder, group: Vec::new(), batch_size }
+        Self { buffered, order, next: 0, folder, builder, group: Vec::new(), batch_size, skip }
     }
 
     fn same_key(&self, a: &Entry, b: &Entry) -> bool {
         let keys = &self.buffered.keys;
-        let key = |r: RowRef| keys[r.batch as usize].row(r.row as usize);
+        let key = |r: RowRef| &keys[r.batch as usize].row(r.row as usize).data()[self.skip..];
         a.prefix == b.prefix && key(a.row) == key(b.row)
     }
 
