@@ -344,8 +344,9 @@ def test_a_damaged_spill_file_never_yields_a_wrong_row(tmp_path, damage, compres
             schema, key="k", memory_limit="256KiB", spill_dir=tmp_path, spill_compression=compression, batch_size=1000
         )
         buffer.write(data)
-        files = sorted(Path(buffer.spill_path).glob("*.arrow"))
-        assert len(files) >= 3
+        # The files of finished spills (a spill may still be writing the newest one).
+        files = sorted(Path(buffer.spill_path).glob("*.arrow"))[: buffer.spilled_runs]
+        assert len(files) >= 2
         for f in files:
             raw = bytearray(f.read_bytes())
             if damage == "flip":

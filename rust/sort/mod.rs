@@ -210,7 +210,7 @@ impl SortBuffer {
             let take = room.clamp(1, rows - offset);
             let piece = match whole.take() {
                 Some(piece) if take == rows => piece,
-                _ => Piece::measure(self, batch.slice(offset, take))?,
+                _ => Piece::measure(self, compacted(batch, offset, take)?)?,
             };
             let alone = self.buffered.keys.is_empty() && self.in_flight.is_none();
             if self.memory + piece.bytes <= capacity || (alone && piece.bytes <= limit) {
@@ -500,6 +500,14 @@ impl Piece {
         let bytes = data_bytes(&batch) + keys.size() + batch.num_rows() * per_row;
         Ok(Self { batch, keys, bytes })
     }
+}
+
+/// Rows `offset..offset + len` of `batch` in buffers of their own. A slice would keep
+/// the whole batch alive while the buffer counts only its share: a batch cut between
+/// two buffers would be held twice, once by the one being spilled and once by the next.
+fn compacted(batch: &RecordBatch, offset: usize, len: usize) -> Result<RecordBatch> {
+    let rows = arrow_array::UInt32Array::from_iter_values(offset as u32..(offset + len) as u32);
+    Ok(arrow_select::take::take_record_batch(batch, &rows)?)
 }
 
 /// Bytes of the buffers of `batch`'s rows (a slice counts only its share).
