@@ -110,6 +110,8 @@ pub struct SortBuffer {
     arrival: u64,
     /// Batches written so far, for messages.
     batches_written: u64,
+    /// Key bytes a row took in the last piece measured (an estimate for the next).
+    key_row_bytes: usize,
     spill: Option<Arc<SpillDir>>,
     runs: Vec<SpillFile>,
     /// A spill being written by a background thread (at most one).
@@ -156,6 +158,7 @@ impl SortBuffer {
             memory: 0,
             arrival: 0,
             batches_written: 0,
+            key_row_bytes: 0,
             spill: None,
             runs: Vec::new(),
             in_flight: None,
@@ -200,29 +203,30 @@ impl SortBuffer {
             return Ok(());
         }
         let limit = self.options.memory_limit;
-        // Measured once: buffered as it is when it fits, else the estimate for its slices.
-        let mut whole = Some(Piece::measure(self, batch.clone())?);
-        let mut per_row = whole.as_ref().map_or(1, |w| w.bytes.div_ceil(rows));
+        // An estimate first (keys as long as the last piece's), so that a batch that will
+        // be cut is never converted whole; then what each measured piece says.
+        let mut per_row =
+            (data_bytes(batch) + self.key_row_bytes * rows).div_ceil(rows) + self.fixed_row_bytes();
         let mut offset = 0;
         while offset < rows {
             let capacity = self.capacity();
             let room = capacity.saturating_sub(self.memory) / per_row;
             let take = room.clamp(1, rows - offset);
-            let piece = match whole.take() {
-                Some(piece) if take == rows => piece,
-                _ => Piece::measure(self, compacted(batch, offset, take)?)?,
-            };
+            let part = if take == rows { batch.clone() } else { batch.slice(offset, take) };
+            let piece = Piece::measure(self, part)?;
+            self.key_row_bytes = piece.keys.size().div_ceil(take);
+            per_row = per_row.max(piece.bytes.div_ceil(take));
             let alone = self.buffered.keys.is_empty() && self.in_flight.is_none();
             if self.memory + piece.bytes <= capacity || (alone && piece.bytes <= limit) {
-                self.buffer(piece)?;
+                self.buffer(if take < rows { piece.compacted()? } else { piece })?;
                 offset += take;
             } else if !self.buffered.keys.is_empty() {
                 self.spill_buffer()?;
             } else if self.in_flight.is_some() {
                 self.wait_for_spill()?;
             } else if take > 1 {
-                // The estimate was low for this slice: retry smaller ones.
-                per_row = per_row.max(piece.bytes.div_ceil(take)) + 1;
+                // Over the whole budget alone: retry smaller slices.
+                per_row += 1;
             } else {
                 return Err(invalid!(
                     "input row {}: a single row needs {} bytes of sort memory, more than memory_limit \
@@ -281,6 +285,12 @@ impl SortBuffer {
         self.stats.rows_in.store(self.arrival, std::sync::atomic::Ordering::Relaxed);
         self.stats.set_memory((self.memory + in_flight) as u64);
         Ok(())
+    }
+
+    /// Bytes a buffered row costs besides its data and key: its versions and its sort
+    /// scratch.
+    fn fixed_row_bytes(&self) -> usize {
+        8 * self.layout.sequence.len() + usize::from(self.layout.row_kind.is_some()) + SCRATCH_PER_ROW
     }
 
     /// Bytes the buffer being filled may hold. Once the data has proved larger than
@@ -495,19 +505,17 @@ struct Piece {
 impl Piece {
     fn measure(buffer: &SortBuffer, batch: RecordBatch) -> Result<Self> {
         let keys = buffer.converter.convert_columns(&buffer.key_columns(&batch))?;
-        let layout = &buffer.layout;
-        let per_row = 8 * layout.sequence.len() + usize::from(layout.row_kind.is_some()) + SCRATCH_PER_ROW;
-        let bytes = data_bytes(&batch) + keys.size() + batch.num_rows() * per_row;
+        let bytes = data_bytes(&batch) + keys.size() + batch.num_rows() * buffer.fixed_row_bytes();
         Ok(Self { batch, keys, bytes })
     }
-}
 
-/// Rows `offset..offset + len` of `batch` in buffers of their own. A slice would keep
-/// the whole batch alive while the buffer counts only its share: a batch cut between
-/// two buffers would be held twice, once by the one being spilled and once by the next.
-fn compacted(batch: &RecordBatch, offset: usize, len: usize) -> Result<RecordBatch> {
-    let rows = arrow_array::UInt32Array::from_iter_values(offset as u32..(offset + len) as u32);
-    Ok(arrow_select::take::take_record_batch(batch, &rows)?)
+    /// The piece in buffers of its own. A slice would keep its whole batch alive while
+    /// the buffer counts only its share: a batch cut between two buffers would be held
+    /// twice, once by the one being spilled and once by the next.
+    fn compacted(self) -> Result<Self> {
+        let rows = arrow_array::UInt32Array::from_iter_values(0..self.batch.num_rows() as u32);
+        Ok(Self { batch: arrow_select::take::take_record_batch(&self.batch, &rows)?, ..self })
+    }
 }
 
 /// Bytes of the buffers of `batch`'s rows (a slice counts only its share).
