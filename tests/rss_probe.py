@@ -1,13 +1,17 @@
 """Run by test_sort_memory.py in a fresh process: sorts 8x memory_limit of generated data
 and prints the peak resident memory above the process's footprint before the sort."""
 
+import itertools
 import json
+import os
 import resource
 import sys
+import tempfile
 
 import merge_core as mc
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 PAGE = resource.getpagesize()
 
@@ -44,9 +48,25 @@ def batches(total: int, kind: str, rows: int = 65536):
 
 def main() -> None:
     limit, kind, key = int(sys.argv[1]), sys.argv[2], sys.argv[3].split(",")
+    from_file = sys.argv[4:] == ["file"]
     next(batches(1, kind))  # warm up imports and allocators
-    base = rss()
-    stream = mc.sort(batches(8 * limit, kind), key=key, memory_limit=limit)
+    with tempfile.TemporaryDirectory() as folder:
+        if from_file:  # the data written to a Parquet file first, which the sort reads itself
+            source = os.path.join(folder, "input.parquet")
+            generated = batches(8 * limit, kind)
+            first = next(generated)
+            with pq.ParquetWriter(source, first.schema) as writer:
+                for batch in itertools.chain([first], generated):
+                    writer.write_batch(batch)
+            with open("/proc/self/clear_refs", "w") as f:
+                f.write("5")  # the high-water mark starts again from here
+        else:
+            source = batches(8 * limit, kind)
+        base = rss()
+        measure(mc.sort(source, key=key, memory_limit=limit), key, base)
+
+
+def measure(stream, key: list[str], base: int) -> None:
     rows, previous = 0, None
     for batch in stream:
         rows += batch.num_rows

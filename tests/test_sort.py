@@ -398,3 +398,33 @@ def test_a_sweep_spares_a_spill_directory_in_use_by_another_process(tmp_path):
         holder.communicate()
     mc.sort(pa.table({"k": [2, 1]}), key="k", spill_dir=tmp_path).read_all()
     assert not held.exists(), "the dead process's directory is swept by the next sort"
+
+
+def test_sort_of_a_parquet_path_equals_the_sort_of_its_table(tmp_path):
+    """A local Parquet file given by its path (str or Path) is decoded in Rust; spilling
+    or not, the output equals the sort of the same rows given as a table, and the merge
+    function folds it the same way."""
+    import pyarrow.parquet as pq
+
+    n = 50_000
+    keys = [(i * 7919) % 9973 for i in range(n)]  # repeated keys, in no order
+    table = pa.table({"k": pa.array(keys, pa.int64()), "v": [f"v{i}" for i in range(n)], "i": list(range(n))})
+    path = tmp_path / "input.parquet"
+    pq.write_table(table, path, row_group_size=7000)
+    for source in (str(path), path):
+        for limit in ("256KiB", "64MiB"):
+            for merge in (None, "deduplicate"):
+                options = dict(key="k", memory_limit=limit, spill_dir=tmp_path, merge=merge, batch_size=4096)
+                got = mc.sort(source, **options).read_all()
+                want = mc.sort(table, **options).read_all()
+                assert got.equals(want), (source, limit, merge)
+    assert got.column("k").to_pylist() == sorted(set(keys))
+    assert [p.name for p in tmp_path.iterdir()] == ["input.parquet"], "no spill directory is left behind"
+
+
+def test_sort_of_a_bad_path_names_it(tmp_path):
+    (tmp_path / "not.parquet").write_bytes(b"not parquet at all")
+    with pytest.raises(mc.InvalidInputError, match="no such file: .*missing.parquet"):
+        mc.sort(str(tmp_path / "missing.parquet"), key="k")
+    with pytest.raises(mc.InvalidInputError, match="not.parquet: not a readable Parquet file"):
+        mc.sort(tmp_path / "not.parquet", key="k")

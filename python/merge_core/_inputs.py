@@ -95,7 +95,7 @@ def as_stream_sources(runs: Any, filesystem: Any = None) -> list[Any]:
     if isinstance(runs, (str, os.PathLike)):
         raise InvalidInputError("runs must be a list of runs (got a single path; wrap it in a list)")
     sources = [
-        _parquet_path(run, filesystem) if isinstance(run, (str, os.PathLike)) else as_stream_source(run) for run in runs
+        parquet_path(run, filesystem) if isinstance(run, (str, os.PathLike)) else as_stream_source(run) for run in runs
     ]
     if all(s is not None for s in sources):
         return sources
@@ -105,7 +105,7 @@ def as_stream_sources(runs: Any, filesystem: Any = None) -> list[Any]:
     return [pa.RecordBatchReader.from_batches(schema, []) if s is None else s for s in sources]
 
 
-def _parquet_path(path: str | os.PathLike[str], filesystem: Any) -> Any:
+def parquet_path(path: str | os.PathLike[str], filesystem: Any = None) -> Any:
     """A local file's path, or a reader of a remote file's batches (opened now, so that
     a missing file is named before the merge starts)."""
     import pyarrow.parquet as pq

@@ -10,7 +10,7 @@ from typing import Any
 import pyarrow as pa
 
 from . import _native
-from ._inputs import as_stream_source, column_names, is_descending
+from ._inputs import as_stream_source, column_names, is_descending, parquet_path
 from ._native import Stream
 from ._options import MergeSpec, merge_spec
 from .errors import InvalidInputError
@@ -211,6 +211,9 @@ def sort(
 ) -> Stream:
     """Sort an Arrow-tabular ``source`` by ``key`` within ``memory_limit`` (see :class:`SortBuffer`).
 
+    ``source`` is a table, batches, a reader, or the path of a Parquet file (a local one
+    is decoded in Rust, in batches of ``batch_size`` rows; a URI is read with pyarrow).
+
     With ``merge`` (a merge function as in :func:`merge_core.merge`) the output has one row
     per key; without a sequence column, arrival order is the version order.
 
@@ -232,7 +235,9 @@ def sort(
         batch_size,
         sequence_order,
     )
-    stream_source = as_stream_source(source)
+    # A local Parquet file is decoded in Rust; a remote one (a URI) is read by pyarrow.
+    is_path = isinstance(source, (str, os.PathLike))
+    stream_source = parquet_path(source) if is_path else as_stream_source(source)
     if stream_source is None:
         raise InvalidInputError("cannot sort an empty iterable: its schema is unknown (pass a table or reader)")
     try:

@@ -14,6 +14,8 @@ use super::inputs::read_run;
 use super::options::merge_function;
 use super::stream::PyStream;
 use crate::error::MergeError;
+use crate::files::run_of_parquet;
+use crate::prefetch::Prefetch;
 use crate::run::Run;
 use crate::sort::{SortBuffer, SortOptions};
 use crate::version::VersionColumns;
@@ -157,7 +159,8 @@ impl PySortBuffer {
     }
 }
 
-/// Sorts a C-stream source in one call.
+/// Sorts a C-stream source, or a local Parquet file given by its path (decoded in Rust,
+/// ahead of the sort on a thread of its own, in batches of the output's size), in one call.
 #[pyfunction]
 pub(crate) fn sort(
     py: Python<'_>,
@@ -165,7 +168,12 @@ pub(crate) fn sort(
     options: &Bound<'_, PyDict>,
 ) -> PyResult<PyStream> {
     let options = sort_options(py, options)?;
-    let run = read_run(source)?;
+    let run = match source.extract::<String>() {
+        // Decoded on a thread of its own, beside the buffering and sorting.
+        Ok(path) => Prefetch::new(1)
+            .run(run_of_parquet(path.into(), options.batch_size).map_err(|e| to_py_err(py, e))?),
+        Err(_) => read_run(source)?,
+    };
     let mut buffer = SortBuffer::new(run.schema.clone(), options).map_err(|e| to_py_err(py, e))?;
     write_all(py, &mut buffer, run)?;
     Ok(PyStream::new(guard(py, || buffer.finish())?))
