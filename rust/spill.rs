@@ -13,6 +13,10 @@
 //!   a wrong row or a silently shorter result.
 //! - Only the columns are written, never arrow row-format keys: those are recomputed
 //!   after reading, since the row encoding may change between arrow releases.
+//! - Compression is ours, not the IPC format's: each message is compressed whole (an
+//!   lz4 block, or zstd at level 1) behind its uncompressed length, and the CRC32 covers
+//!   the stored bytes. A spilled batch is a few hundred rows, so IPC's own compression
+//!   (one lz4 frame per Arrow buffer) spent more on setting up frames than on the data.
 
 use std::fs::{self, File};
 use std::io::{BufReader, BufWriter, Read, Write};
@@ -23,8 +27,7 @@ use std::sync::{Arc, Mutex};
 
 use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_ipc::reader::StreamReader;
-use arrow_ipc::writer::{IpcWriteOptions, StreamWriter};
-use arrow_ipc::CompressionType;
+use arrow_ipc::writer::StreamWriter;
 use arrow_schema::{ArrowError, SchemaRef};
 
 use crate::error::{invalid, MergeError, Result};
@@ -130,12 +133,6 @@ impl SpillDir {
         schema: &SchemaRef,
         batches: impl Iterator<Item = Result<RecordBatch>>,
     ) -> Result<SpillFile> {
-        let compression = match self.compression {
-            Compression::None => None,
-            Compression::Lz4 => Some(CompressionType::LZ4_FRAME),
-            Compression::Zstd => Some(CompressionType::ZSTD),
-        };
-        let options = IpcWriteOptions::default().try_with_compression(compression)?;
         let file = fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path)?;
         let file = BufWriter::with_capacity(1 << 20, file);
         let counting = Checksummed {
@@ -144,19 +141,21 @@ impl SpillDir {
             bytes: 0,
             segments: Vec::new(),
             dir: self.clone(),
+            message: Vec::new(),
+            packed: Vec::new(),
         };
-        let mut writer = StreamWriter::try_new_with_options(counting, schema, options)?;
-        writer.get_mut().cut();
+        let mut writer = StreamWriter::try_new(counting, schema)?;
+        writer.get_mut().cut().map_err(disk_error)?;
         let mut rows = 0u64;
         for batch in batches {
             let batch = batch?;
             rows += batch.num_rows() as u64;
             writer.write(&batch).map_err(unwrap_disk_full)?;
-            writer.get_mut().cut();
+            writer.get_mut().cut().map_err(disk_error)?;
         }
         writer.finish().map_err(unwrap_disk_full)?;
         let mut counting = writer.into_inner()?;
-        counting.cut();
+        counting.cut().map_err(disk_error)?;
         counting.inner.flush()?;
         Ok(SpillFile {
             path: path.to_path_buf(),
@@ -203,10 +202,16 @@ impl std::error::Error for DiskCap {}
 
 fn unwrap_disk_full(e: ArrowError) -> MergeError {
     match e {
-        ArrowError::IoError(_, io) if io.kind() == std::io::ErrorKind::StorageFull => {
-            MergeError::DiskFull(io.to_string())
-        }
+        ArrowError::IoError(_, io) => disk_error(io),
         other => other.into(),
+    }
+}
+
+/// A write error, as `DiskFull` when the disk cap (or the disk) is full.
+fn disk_error(e: std::io::Error) -> MergeError {
+    match e.kind() {
+        std::io::ErrorKind::StorageFull => MergeError::DiskFull(e.to_string()),
+        _ => MergeError::Io(e),
     }
 }
 
@@ -236,39 +241,98 @@ struct Segment {
 }
 
 /// A writer that counts, checksums and charges the disk budget for what passes, and
-/// cuts the bytes into segments (one per IPC message) at the writer's word.
+/// cuts the bytes into segments (one per IPC message) at the writer's word. With a
+/// codec, each message is compressed whole when it is cut: one block per message rather
+/// than one frame per Arrow buffer (a batch of a few hundred rows has a dozen buffers of
+/// a few KiB, and a frame's setup cost more than compressing them).
 struct Checksummed<W> {
     inner: W,
     crc: crc32fast::Hasher,
     bytes: u64,
     segments: Vec<Segment>,
     dir: Arc<SpillDir>,
+    /// The message being written, when it is compressed at its end.
+    message: Vec<u8>,
+    /// Its compressed bytes.
+    packed: Vec<u8>,
 }
 
-impl<W> Checksummed<W> {
+impl<W: Write> Checksummed<W> {
     /// Ends the current segment (nothing if no byte was written since the last).
-    fn cut(&mut self) {
+    fn cut(&mut self) -> std::io::Result<()> {
+        if !self.message.is_empty() {
+            let mut packed = std::mem::take(&mut self.packed);
+            compress(self.dir.compression, &self.message, &mut packed)?;
+            self.put(&packed)?;
+            self.packed = packed;
+            self.message.clear();
+        }
         if self.segments.last().map_or(0, |s| s.end) < self.bytes {
             let crc = std::mem::replace(&mut self.crc, crc32fast::Hasher::new()).finalize();
             self.segments.push(Segment { end: self.bytes, crc });
         }
+        Ok(())
+    }
+
+    /// Writes `bytes` to the file, charged to the disk budget and checksummed.
+    fn put(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.dir.reserve(bytes.len() as u64)?;
+        self.inner.write_all(bytes)?;
+        self.crc.update(bytes);
+        self.bytes += bytes.len() as u64;
+        Ok(())
     }
 }
 
 impl<W: Write> Write for Checksummed<W> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.dir.reserve(buf.len() as u64)?;
-        let n = self.inner.write(buf)?;
-        // Only what was written counts; give back the rest of the reservation.
-        self.dir.bytes_on_disk.fetch_sub((buf.len() - n) as u64, Ordering::Relaxed);
-        self.crc.update(&buf[..n]);
-        self.bytes += n as u64;
-        Ok(n)
+        match self.dir.compression {
+            Compression::None => self.put(buf)?,
+            _ => self.message.extend_from_slice(buf),
+        }
+        Ok(buf.len())
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
         self.inner.flush()
     }
+}
+
+/// `message` compressed into `out` (cleared first): its length as 4 bytes, then the block.
+fn compress(codec: Compression, message: &[u8], out: &mut Vec<u8>) -> std::io::Result<()> {
+    out.clear();
+    out.extend_from_slice(&(message.len() as u32).to_le_bytes());
+    match codec {
+        Compression::None => out.extend_from_slice(message),
+        Compression::Lz4 => {
+            let start = out.len();
+            out.resize(start + lz4_flex::block::get_maximum_output_size(message.len()), 0);
+            let n =
+                lz4_flex::block::compress_into(message, &mut out[start..]).map_err(std::io::Error::other)?;
+            out.truncate(start + n);
+        }
+        Compression::Zstd => out.extend_from_slice(&zstd::bulk::compress(message, 1)?),
+    }
+    Ok(())
+}
+
+/// The message a compressed segment holds, into `out`.
+fn decompress(codec: Compression, segment: &[u8], out: &mut Vec<u8>) -> std::io::Result<()> {
+    let corrupt = || std::io::Error::new(std::io::ErrorKind::InvalidData, "a message does not decompress");
+    let (size, block) = segment.split_first_chunk::<4>().ok_or_else(corrupt)?;
+    let size = u32::from_le_bytes(*size) as usize;
+    out.resize(size, 0);
+    let n = match codec {
+        Compression::None => return Err(corrupt()),
+        Compression::Lz4 => lz4_flex::block::decompress_into(block, out).map_err(|_| corrupt())?,
+        Compression::Zstd => {
+            zstd::bulk::decompress_to_buffer(block, out.as_mut_slice()).map_err(|_| corrupt())?
+        }
+    };
+    if n != size {
+        return Err(corrupt());
+    }
+    Ok(())
 }
 
 /// A finished spill file and what was recorded when it was written.
@@ -298,6 +362,8 @@ impl SpillFile {
         let verified = Verified {
             inner: BufReader::with_capacity(1 << 16, file),
             segments: self.segments.clone().into(),
+            codec: self.dir.compression,
+            stored: Vec::new(),
             message: Vec::new(),
             served: 0,
             read: 0,
@@ -327,10 +393,13 @@ impl Drop for SpillFile {
 }
 
 /// Hands the IPC decoder a spill file's bytes one whole message at a time, each only
-/// after its length and CRC32 match what was written.
+/// after its length and CRC32 match what was written (and decompressed after that).
 struct Verified<R> {
     inner: R,
     segments: std::collections::VecDeque<Segment>,
+    codec: Compression,
+    /// The current segment as stored, when it is compressed.
+    stored: Vec<u8>,
     /// The current message, verified.
     message: Vec<u8>,
     /// How much of `message` was handed out.
@@ -343,14 +412,21 @@ impl<R: Read> Verified<R> {
     fn next_message(&mut self) -> std::io::Result<bool> {
         let Some(segment) = self.segments.pop_front() else { return Ok(false) };
         let size = (segment.end - self.read) as usize;
-        self.message.resize(size, 0);
         self.served = 0;
+        let stored = match self.codec {
+            Compression::None => &mut self.message,
+            _ => &mut self.stored,
+        };
+        stored.resize(size, 0);
         let corrupt = |what: String| std::io::Error::new(std::io::ErrorKind::InvalidData, what);
         self.inner
-            .read_exact(&mut self.message)
+            .read_exact(stored)
             .map_err(|_| corrupt(format!("it is cut short at byte {}", self.read)))?;
-        if crc32fast::hash(&self.message) != segment.crc {
+        if crc32fast::hash(stored) != segment.crc {
             return Err(corrupt(format!("bytes {}..{} fail their checksum", self.read, segment.end)));
+        }
+        if self.codec != Compression::None {
+            decompress(self.codec, &self.stored, &mut self.message)?;
         }
         self.read = segment.end;
         Ok(true)
