@@ -341,6 +341,8 @@ struct ZoneOrder {
     rows: Vec<u64>,
     /// Indices into `mins`, ascending by value.
     order: Vec<usize>,
+    /// Compares two of `mins`.
+    compare: arrow_ord::ord::DynComparator,
 }
 
 impl ZoneOrder {
@@ -355,15 +357,14 @@ impl ZoneOrder {
         let compare = comparator(mins.as_ref(), mins.as_ref())?;
         let mut order: Vec<usize> = (0..mins.len()).collect();
         order.sort_by(|&a, &b| compare(a, b));
-        Ok(Self { mins, rows, order })
+        Ok(Self { mins, rows, order, compare })
     }
 
     /// Up to `slices - 1` cuts, ascending and distinct, that share the zones' rows out
     /// about evenly: each is the least value of the zone (by least value) after a share's
     /// end.
     fn cuts(&self, slices: usize) -> Vec<ArrayRef> {
-        let Ok(compare) = comparator(self.mins.as_ref(), self.mins.as_ref()) else { return Vec::new() };
-        let (order, total) = (&self.order, self.rows.iter().sum::<u64>());
+        let (order, compare, total) = (&self.order, &self.compare, self.rows.iter().sum::<u64>());
         let mut cuts: Vec<usize> = Vec::new();
         let mut below = 0u64;
         let mut share = 1;

@@ -262,8 +262,8 @@ impl<W: Write> Checksummed<W> {
     fn cut(&mut self) -> std::io::Result<()> {
         if !self.message.is_empty() {
             let mut packed = std::mem::take(&mut self.packed);
-            compress(self.dir.compression, &self.message, &mut packed)?;
-            self.put(&packed)?;
+            let n = compress(self.dir.compression, &self.message, &mut packed)?;
+            self.put(&packed[..n])?;
             self.packed = packed;
             self.message.clear();
         }
@@ -298,22 +298,25 @@ impl<W: Write> Write for Checksummed<W> {
     }
 }
 
-/// `message` compressed into `out` (cleared first): its length as 4 bytes, then the block.
-fn compress(codec: Compression, message: &[u8], out: &mut Vec<u8>) -> std::io::Result<()> {
-    out.clear();
-    out.extend_from_slice(&(message.len() as u32).to_le_bytes());
-    match codec {
-        Compression::None => out.extend_from_slice(message),
-        Compression::Lz4 => {
-            let start = out.len();
-            out.resize(start + lz4_flex::block::get_maximum_output_size(message.len()), 0);
-            let n =
-                lz4_flex::block::compress_into(message, &mut out[start..]).map_err(std::io::Error::other)?;
-            out.truncate(start + n);
-        }
-        Compression::Zstd => out.extend_from_slice(&zstd::bulk::compress(message, 1)?),
+/// `message` compressed into the start of `out`: its length as 4 bytes, then the block;
+/// returns how many bytes of `out` that is. `out` keeps its length between messages, so
+/// it is zeroed only when it grows.
+fn compress(codec: Compression, message: &[u8], out: &mut Vec<u8>) -> std::io::Result<usize> {
+    let bound = match codec {
+        Compression::None => return Err(std::io::Error::other("plain messages are written as they come")),
+        Compression::Lz4 => lz4_flex::block::get_maximum_output_size(message.len()),
+        Compression::Zstd => zstd::compress_bound(message.len()),
+    };
+    if out.len() < 4 + bound {
+        out.resize(4 + bound, 0);
     }
-    Ok(())
+    out[..4].copy_from_slice(&(message.len() as u32).to_le_bytes());
+    let block = &mut out[4..4 + bound];
+    let n = match codec {
+        Compression::Lz4 => lz4_flex::block::compress_into(message, block).map_err(std::io::Error::other)?,
+        _ => zstd::bulk::compress_to_buffer(message, block, 1)?,
+    };
+    Ok(4 + n)
 }
 
 /// The message a compressed segment holds, into `out`.
@@ -323,7 +326,7 @@ fn decompress(codec: Compression, segment: &[u8], out: &mut Vec<u8>) -> std::io:
     let size = u32::from_le_bytes(*size) as usize;
     out.resize(size, 0);
     let n = match codec {
-        Compression::None => return Err(corrupt()),
+        Compression::None => return Err(std::io::Error::other("plain messages are read as they are")),
         Compression::Lz4 => lz4_flex::block::decompress_into(block, out).map_err(|_| corrupt())?,
         Compression::Zstd => {
             zstd::bulk::decompress_to_buffer(block, out.as_mut_slice()).map_err(|_| corrupt())?

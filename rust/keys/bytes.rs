@@ -80,13 +80,18 @@ impl<O: OffsetSizeTrait> KeyEncoder for ByteEncoder<O> {
         let offsets: ScalarBuffer<O> =
             ScalarBuffer::new(data.buffers()[0].clone(), data.offset(), data.len() + 1);
         let values = data.buffers()[1].clone();
+        let value = |w: &[O]| values.as_slice().get(w[0].as_usize()..w[1].as_usize());
+        // A malformed value is left out of the head here and refused just below.
+        let head = self.head.learn(offsets.windows(2).filter_map(value));
         // Every value's range is checked once here, so that comparisons need not.
-        let ranges = offsets.windows(2).map(|w| values.as_slice().get(w[0].as_usize()..w[1].as_usize()));
-        let Some(ranges) = ranges.collect::<Option<Vec<&[u8]>>>() else {
-            return Err(invalid!("a key column's offsets point outside its values: the array is malformed"));
-        };
-        let head = self.head.learn(ranges.iter().copied());
-        let prefixes = ranges.iter().map(|value| digest_past(head, value)).collect();
+        let prefixes = offsets
+            .windows(2)
+            .map(|w| {
+                value(w).map(|v| digest_past(head, v)).ok_or_else(|| {
+                    invalid!("a key column's offsets point outside its values: the array is malformed")
+                })
+            })
+            .collect::<Result<_>>()?;
         let head_len = head.len();
         Ok(ByteKeys { offsets, values, prefixes, head_len })
     }

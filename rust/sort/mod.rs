@@ -8,8 +8,9 @@
 //!    larger than the whole budget is refused.
 //! 2. A full buffer is sorted by (key, version), then folded key by key into batches
 //!    (see [`sorted`]) and written as one spill file (see [`crate::spill`]) in the
-//!    background: a thread folds and gathers while another compresses and writes. Once a sort has spilled, buffers are half the budget, so one
-//!    fills while the other is written; at most one spill is in flight and its memory
+//!    background: a thread folds and gathers while another compresses and writes.
+//!    Once a sort has spilled, buffers are half the budget, so one fills while the
+//!    other is written; at most one spill is in flight and its memory
 //!    still counts against the limit.
 //! 3. `finish` returns the sorted buffer directly if nothing was spilled. Otherwise it
 //!    spills the rest and merges the spilled runs with the loser tree. When there are
