@@ -121,6 +121,8 @@ struct RunCursor<V> {
     current: Option<Loaded<V>>,
     /// The next batch, read early only to see whether it continues the current key.
     lookahead: Option<Loaded<V>>,
+    /// The keys of the batch before `current`, whose last row may be the row taken last.
+    previous_keys: Option<V>,
     /// Run position of the next batch's first row.
     next_row: u64,
     /// Non-empty batches read so far.
@@ -177,7 +179,14 @@ impl<E: KeyEncoder> Runs<E> {
     pub(crate) fn new(inputs: Vec<BatchIter>, encoder: E, layout: Arc<Layout>) -> Self {
         let cursors: Vec<_> = inputs
             .into_iter()
-            .map(|input| RunCursor { input, current: None, lookahead: None, next_row: 0, batches: 0 })
+            .map(|input| RunCursor {
+                input,
+                current: None,
+                lookahead: None,
+                previous_keys: None,
+                next_row: 0,
+                batches: 0,
+            })
             .collect();
         let heads = vec![Head::DONE; cursors.len()];
         Self { cursors, heads, encoder, layout, store: BatchStore::default(), counters: Counters::default() }
@@ -270,13 +279,44 @@ impl<E: KeyEncoder> Runs<E> {
             self.heads[i].digest = loaded.keys.digest(loaded.pos);
             return Ok(());
         }
+        self.next_batch(i)
+    }
+
+    /// Moves run `i` from its used-up batch to the next one.
+    #[inline(never)]
+    fn next_batch(&mut self, i: usize) -> Result<()> {
         let next = match self.cursors[i].lookahead.take() {
             Some(next) => Some(next),
             None => self.load_next(i)?,
         };
-        self.cursors[i].current = next;
+        let cursor = &mut self.cursors[i];
+        cursor.previous_keys = std::mem::replace(&mut cursor.current, next).map(|done| done.keys);
         self.update_head(i);
         Ok(())
+    }
+
+    /// Whether live run `a`'s current key equals the key of the row run `b` took last
+    /// (the row before its current one), which must have been taken and `b` advanced
+    /// past it. Digests are compared first; a tie of full keys counts as a comparison.
+    #[inline]
+    pub(crate) fn same_key_as_taken(&mut self, a: usize, b: usize, taken_digest: u64) -> bool {
+        if self.heads[a].digest != taken_digest {
+            return false;
+        }
+        if E::Values::DIGEST_IS_KEY {
+            return true;
+        }
+        self.counters.key_comparisons += 1;
+        let cursor = &self.cursors[b];
+        let (keys, row) = match &cursor.current {
+            Some(loaded) if loaded.pos > 0 => (&loaded.keys, loaded.pos - 1),
+            _ => {
+                let keys = cursor.previous_keys.as_ref().expect("a run advanced past a taken row");
+                (keys, keys.len() - 1)
+            }
+        };
+        let a = self.loaded(a);
+        a.keys.compare(a.pos, keys, row) == Ordering::Equal
     }
 
     /// Appends run `i`'s current row to `group`, and with it the following rows of the

@@ -13,7 +13,7 @@ use crate::builder::{OutputBuilder, OutputColumns};
 use crate::engine::{Algorithm, Heap, LeanTree, LoserTree, MergeEngine};
 use crate::error::{invalid, MergeError, Result};
 use crate::fold::{Folder, MergeFunction, Paths};
-use crate::keys::{dispatch, KeyEncoder, KeyValues, KeyVisitor};
+use crate::keys::{dispatch, KeyEncoder, KeyVisitor};
 use crate::run::{BatchIter, Group, Layout, Run, Runs};
 use crate::version::VersionColumns;
 
@@ -344,12 +344,8 @@ impl KeyVisitor for BuildMerge {
 
     fn visit<E: KeyEncoder>(self, encoder: E) -> BoxedBatches {
         match self.options.algorithm {
-            Algorithm::LoserTree if E::Values::DIGEST_IS_KEY => {
-                self.with_engine(encoder, LeanTree::default())
-            }
-            Algorithm::LoserTree | Algorithm::PaimonLoserTree => {
-                self.with_engine(encoder, LoserTree::default())
-            }
+            Algorithm::LoserTree => self.with_engine(encoder, LeanTree::default()),
+            Algorithm::PaimonLoserTree => self.with_engine(encoder, LoserTree::default()),
             Algorithm::Heap => self.with_engine(encoder, Heap::default()),
         }
     }
@@ -506,8 +502,8 @@ impl KeyVisitor for OrderOnly {
         }
         let runs = Runs::new(self.inputs, encoder, self.layout);
         match self.algorithm {
-            Algorithm::LoserTree if E::Values::DIGEST_IS_KEY => drive(runs, LeanTree::default()),
-            Algorithm::LoserTree | Algorithm::PaimonLoserTree => drive(runs, LoserTree::default()),
+            Algorithm::LoserTree => drive(runs, LeanTree::default()),
+            Algorithm::PaimonLoserTree => drive(runs, LoserTree::default()),
             Algorithm::Heap => drive(runs, Heap::default()),
         }
     }

@@ -69,8 +69,8 @@ def merge(
             ``"partial-update"``, ``"aggregate"`` (or the option objects
             ``mc.Deduplicate``, ``mc.FirstRow``, ``mc.PartialUpdate``, ``mc.Aggregate``),
             or ``"none"`` to keep every row.
-        algorithm: ``"loser-tree"`` (Paimon's, or a plain one for keys of at most 64 bits),
-            ``"heap"`` (the baseline) or ``"paimon-loser-tree"`` (Paimon's for every key);
+        algorithm: ``"loser-tree"`` (a plain loser tree, the default), ``"heap"``
+            (the baseline) or ``"paimon-loser-tree"`` (Paimon's, with its per-run states);
             the output is the same.
         batch_size: rows per output batch (the last may be shorter).
         sequence_order: ``"descending"`` makes a *lower* sequence value newer (Paimon's

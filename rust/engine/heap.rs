@@ -19,6 +19,7 @@ pub(crate) struct Heap {
 }
 
 impl Heap {
+    #[inline]
     fn less<E: KeyEncoder>(runs: &mut Runs<E>, a: usize, b: usize) -> bool {
         match runs.compare_keys(a, b) {
             Ordering::Equal => runs.compare_versions(a, b) == Ordering::Less,
@@ -74,11 +75,14 @@ impl<E: KeyEncoder> MergeEngine<E> for Heap {
                 runs.advance(run)?;
             }
         }
-        for run in std::mem::take(&mut self.popped) {
+        // Taken out and put back so that its allocation is reused.
+        let mut popped = std::mem::take(&mut self.popped);
+        for run in popped.drain(..) {
             if !runs.is_done(run) {
                 self.push(runs, run);
             }
         }
+        self.popped = popped;
         if self.heap.is_empty() {
             return Ok(false);
         }

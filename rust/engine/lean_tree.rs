@@ -1,9 +1,10 @@
-//! A plain loser tree, for keys whose digest is the key itself (integers and other keys
-//! of at most 64 bits). With such keys a group is "every head whose digest equals the
-//! first one's", so a popped run can advance at once and climb again: one replay of
-//! its path per row and no per-run state, where Paimon's tree ([`super::LoserTree`])
-//! parks popped runs in the tree until the group is complete (it must, for keys it can
-//! only compare while their rows are current).
+//! A plain loser tree, the default engine. A popped run advances at once and climbs
+//! again: one replay of its path per row and no per-run state, where Paimon's tree
+//! ([`super::LoserTree`]) parks popped runs in the tree until the group is complete.
+//! A group is then "every winner whose key equals the first one's": the next winner
+//! is compared with the row the first run took, which stays readable after its run
+//! moved on (its batch's keys are kept until the run moves again), and for most keys
+//! the two digests differ, settling it with one integer compare.
 //!
 //! Runs are ordered by (key, version), a used-up run after every live one, so the rows
 //! of a key leave the tree in version order; all of them are heads when the key is the
@@ -14,7 +15,7 @@ use std::cmp::Ordering;
 
 use super::MergeEngine;
 use crate::error::Result;
-use crate::keys::{KeyEncoder, KeyValues};
+use crate::keys::KeyEncoder;
 use crate::run::{Group, Runs};
 
 /// An internal node nobody has reached yet (only while the tree is being built).
@@ -72,7 +73,6 @@ impl LeanTree {
 
 impl<E: KeyEncoder> MergeEngine<E> for LeanTree {
     fn next_group(&mut self, runs: &mut Runs<E>, group: &mut Group) -> Result<bool> {
-        debug_assert!(E::Values::DIGEST_IS_KEY, "a lean tree needs keys equal to their digests");
         if runs.len() == 0 {
             return Ok(false);
         }
@@ -87,9 +87,9 @@ impl<E: KeyEncoder> MergeEngine<E> for LeanTree {
         if runs.is_done(self.nodes[0]) {
             return Ok(false);
         }
-        let key = runs.digest(self.nodes[0]);
+        let (first, digest) = (self.nodes[0], runs.digest(self.nodes[0]));
         self.pop(runs, group)?;
-        while !runs.is_done(self.nodes[0]) && runs.digest(self.nodes[0]) == key {
+        while !runs.is_done(self.nodes[0]) && runs.same_key_as_taken(self.nodes[0], first, digest) {
             self.pop(runs, group)?;
         }
         runs.finish_group(group);

@@ -2,10 +2,9 @@
 //! of one key, in version order) and count their key comparisons; they differ only in
 //! how they find the next smallest key:
 //!
+//! - [`LeanTree`]: a plain loser tree, the default (`Algorithm::LoserTree`);
 //! - [`LoserTree`]: Paimon's loser tree with its same-key state machine (seed 000);
-//! - [`Heap`]: the binary-heap baseline (Paimon's `SortMergeReaderWithMinHeap`);
-//! - [`LeanTree`]: a plain loser tree, which `LoserTree` becomes for keys of at most 64
-//!   bits (compared by their digests alone).
+//! - [`Heap`]: the binary-heap baseline (Paimon's `SortMergeReaderWithMinHeap`).
 //!
 //! Every group is complete before it is folded, so a merge function sees each key
 //! exactly once.
@@ -25,11 +24,11 @@ use crate::run::{Group, Runs};
 /// Which engine merges the runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Algorithm {
-    /// A loser tree (the default): Paimon's, or for keys of at most 64 bits a plain one
-    /// that needs none of its per-run states.
+    /// A plain loser tree (the default), which needs none of the per-run states of
+    /// Paimon's: a popped run moves on at once.
     #[default]
     LoserTree,
-    /// Paimon's loser tree for every key type (`"paimon-loser-tree"`), to compare the two.
+    /// Paimon's loser tree (`"paimon-loser-tree"`), to compare the two.
     PaimonLoserTree,
     /// A binary min-heap, the baseline.
     Heap,

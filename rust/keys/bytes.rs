@@ -9,7 +9,7 @@ use arrow_array::{Array, ArrayRef, BinaryViewArray, FixedSizeBinaryArray, Offset
 use arrow_buffer::{Buffer, ScalarBuffer};
 use arrow_schema::DataType;
 
-use super::{both_past_head, byte_prefix, digest_past, KeyEncoder, KeyValues, SharedHead};
+use super::{byte_prefix, digest_past, shared_len, KeyEncoder, KeyValues, SharedHead};
 use crate::error::{invalid, Result};
 
 /// Offsets and values of a utf8/binary (or large) column: a value is a plain slice.
@@ -47,10 +47,10 @@ impl<O: OffsetSizeTrait> KeyValues for ByteKeys<O> {
         // Unequal prefixes order the values as the bytes do (see `byte_prefix`); equal ones
         // say nothing (the values may differ later, or in length).
         match self.prefixes[i].cmp(&other.prefixes[j]) {
-            Ordering::Equal if both_past_head(self.head_len, self.prefixes[i]) => {
-                self.value(i)[self.head_len..].cmp(&other.value(j)[self.head_len..])
+            Ordering::Equal => {
+                let skip = shared_len(self.head_len, self.prefixes[i]);
+                self.value(i)[skip..].cmp(&other.value(j)[skip..])
             }
-            Ordering::Equal => self.value(i).cmp(other.value(j)),
             unequal => unequal,
         }
     }

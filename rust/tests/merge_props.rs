@@ -3,7 +3,7 @@
 
 use proptest::prelude::*;
 
-use super::reference::{expected, rows_of, run, Order, Row};
+use super::reference::{expected, rows_of, run, text_run, Order, Row};
 use crate::{merge, AggFunction, AggregateField, Algorithm, MergeFunction, MergeOptions, MergeStream};
 
 const ALGORITHMS: [Algorithm; 3] = [Algorithm::LoserTree, Algorithm::PaimonLoserTree, Algorithm::Heap];
@@ -70,7 +70,10 @@ type Merged = (Vec<(i64, i64, u8)>, Vec<usize>, MergeStream);
 
 /// The merged rows, the output batch sizes and the stream; `None` on an input error.
 fn try_merge(runs: &[Vec<Row>], cuts: &[usize], options: MergeOptions) -> Option<Merged> {
-    let inputs = runs.iter().map(|rows| run(rows, cuts)).collect();
+    try_merge_runs(runs.iter().map(|rows| run(rows, cuts)).collect(), options)
+}
+
+fn try_merge_runs(inputs: Vec<crate::Run>, options: MergeOptions) -> Option<Merged> {
     let mut stream = merge(inputs, options).unwrap();
     let batches: Vec<_> = match stream.by_ref().collect::<Result<_, _>>() {
         Ok(batches) => batches,
@@ -147,6 +150,28 @@ proptest! {
         for algorithm in ALGORITHMS {
             let (got, _, _) = run_merge(&runs, &cuts, options(MergeFunction::None, algorithm, order, 5));
             prop_assert_eq!(&got, &want, "{:?}", algorithm);
+        }
+    }
+
+    /// Text keys whose digests tie for ten keys at a time, so that the engines must tell
+    /// a new key from another version of the last one by the whole keys.
+    #[test]
+    fn text_keys_with_tied_digests_match_reference(
+        runs in runs_strategy(9, 40, false),
+        cuts in prop::collection::vec(0usize..50, 0..4),
+        order in prop::sample::select(ORDERS.to_vec()),
+    ) {
+        for merge_fn in [MergeFunction::default(), MergeFunction::partial_update(), MergeFunction::None] {
+            let want = expected(&runs, order, &merge_fn);
+            for algorithm in ALGORITHMS {
+                let inputs = runs.iter().map(|rows| text_run(rows, &cuts)).collect();
+                let merged = try_merge_runs(inputs, options(merge_fn.clone(), algorithm, order, 8));
+                prop_assert_eq!(merged.is_some(), want.is_some(), "{:?} {:?}", algorithm, merge_fn);
+                if let (Some((got, _, stream)), Some(want)) = (merged, &want) {
+                    prop_assert_eq!(&got, want, "{:?} {:?}", algorithm, merge_fn);
+                    prop_assert_eq!(stream.stats().rows_out as usize, want.len());
+                }
+            }
         }
     }
 
