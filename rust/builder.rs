@@ -215,7 +215,7 @@ impl OutputBuilder {
             let lengths: Box<dyn Iterator<Item = usize> + '_> = match sink {
                 Sink::Computed(values) if values.is_text() => Box::new(values.text_bytes(n)),
                 _ if !is_narrow_bytes(self.columns.merged.field(c).data_type()) => continue,
-                _ if store.batches().map(|b| value_bytes(b.column(c))).sum::<usize>() <= MAX_BYTES => {
+                _ if store.batches().map(|b| value_bytes(b.batch.column(c))).sum::<usize>() <= MAX_BYTES => {
                     continue
                 }
                 Sink::Whole => Box::new(self.rows[..n].iter().map(move |&(b, r)| column_bytes(b, r))),
@@ -298,20 +298,6 @@ impl OutputBuilder {
         }
     }
 
-    /// Renumbers pending rows after [`BatchStore::retain`].
-    pub(crate) fn remap(&mut self, remap: &[u32]) {
-        let renumber = |(batch, _): &mut Index| *batch = remap[*batch] as usize;
-        self.rows.iter_mut().chain(&mut self.candidates).for_each(renumber);
-        for sink in &mut self.sinks {
-            match sink {
-                Sink::Gather(rows) => rows.iter_mut().for_each(renumber),
-                Sink::Newest { fixed, .. } => fixed.iter_mut().for_each(|(_, source)| renumber(source)),
-                Sink::Items(items) => items.rows.iter_mut().flatten().flatten().for_each(renumber),
-                _ => {}
-            }
-        }
-    }
-
     fn pending(&self) -> impl Iterator<Item = &Index> {
         let held = self.sinks.iter().flat_map(|sink| -> Box<dyn Iterator<Item = &Index> + '_> {
             match sink {
@@ -332,11 +318,13 @@ impl OutputBuilder {
 /// looked up once per batch built.
 fn pick_newest(store: &BatchStore, rule: NewestRule, candidates: &[Index], ends: &[usize]) -> Vec<Index> {
     let null = index(store.null_row());
+    // A released slot is never read: no candidate points there.
     let batches: Vec<_> = (0..store.len() as u32)
-        .map(|id| {
-            let stored = store.get(id);
-            let nulls = stored.views.get(rule.slot).map(|v| v.nulls());
-            (nulls, stored.versions.kinds_with_retracts())
+        .map(|id| match store.slot(id) {
+            Some(stored) => {
+                (stored.views.get(rule.slot).map(|v| v.nulls()), stored.versions.kinds_with_retracts())
+            }
+            None => (None, None),
         })
         .collect();
     let mut start = 0;
@@ -401,7 +389,7 @@ fn build_items(
     data_type: &DataType,
     rows: &[Option<Vec<Index>>],
 ) -> Result<ArrayRef> {
-    let children: Vec<ArrayRef> = store.batches().map(|b| nested_values(b.column(column))).collect();
+    let children: Vec<ArrayRef> = store.columns(column).into_iter().map(nested_values).collect();
     let children: Vec<&dyn Array> = children.iter().map(|c| c.as_ref()).collect();
     let indices: Vec<Index> = rows.iter().flatten().flatten().copied().collect();
     let values = interleave(&children, &indices)?;
@@ -430,7 +418,7 @@ fn build_items(
 }
 
 fn gather(store: &BatchStore, column: usize, indices: &[Index]) -> Result<ArrayRef> {
-    let arrays: Vec<&dyn Array> = store.batches().map(|b| b.column(column).as_ref()).collect();
+    let arrays: Vec<&dyn Array> = store.columns(column).into_iter().map(|c| c.as_ref()).collect();
     Ok(interleave(&arrays, indices)?)
 }
 

@@ -356,33 +356,17 @@ impl<E: KeyEncoder> Runs<E> {
     }
 
     /// Drops the stored batches that no cursor stands in, the null row aside, nor
-    /// `also_live` marks; returns the renumbering for whoever holds row references.
-    pub(crate) fn release_unused(&mut self, also_live: impl FnOnce(&mut [bool])) -> Vec<u32> {
+    /// `also_live` marks (by batch id).
+    pub(crate) fn release_unused(&mut self, also_live: impl FnOnce(&mut [bool])) {
         let mut live = vec![false; self.store.len()];
-        self.mark_live(&mut live);
-        self.store.mark_live(&mut live);
-        also_live(&mut live);
-        let remap = self.store.retain(&live);
-        self.remap(&remap);
-        remap
-    }
-
-    /// Marks the stored batches a cursor still stands in (or has read ahead).
-    fn mark_live(&self, live: &mut [bool]) {
         for cursor in &self.cursors {
             for loaded in cursor.current.iter().chain(&cursor.lookahead) {
                 live[loaded.id as usize] = true;
             }
         }
-    }
-
-    /// Renumbers the cursors' batches after [`BatchStore::retain`].
-    fn remap(&mut self, remap: &[u32]) {
-        for cursor in &mut self.cursors {
-            for loaded in cursor.current.iter_mut().chain(&mut cursor.lookahead) {
-                loaded.id = remap[loaded.id as usize];
-            }
-        }
+        self.store.mark_live(&mut live);
+        also_live(&mut live);
+        self.store.release(&live);
     }
 
     /// Reads run `i`'s next non-empty batch, checks it and stores it.

@@ -1,11 +1,13 @@
 //! The batches a merge holds on to: those the cursors stand in, and those that rows of
-//! the output under construction point into. Rows are referenced by [`RowRef`]; the
-//! builder gathers output columns from here with `interleave`, then [`BatchStore::retain`]
-//! drops every batch no cursor needs any more.
+//! the output under construction point into. Rows are referenced by [`RowRef`], whose
+//! batch id stays the same for as long as the batch is stored: the builder gathers
+//! output columns from here with `interleave` (a batch's id is its position in the
+//! list handed over), then [`BatchStore::release`] drops every batch nobody marked as
+//! still needed, and a later batch reuses the freed id.
 
 use std::sync::Arc;
 
-use arrow_array::{new_null_array, RecordBatch};
+use arrow_array::{new_null_array, ArrayRef, RecordBatch};
 use arrow_schema::{Field, Schema, SchemaRef};
 
 use crate::fold::value::{ColumnView, Value};
@@ -33,7 +35,10 @@ pub(crate) struct StoredBatch {
 
 #[derive(Default)]
 pub(crate) struct BatchStore {
-    batches: Vec<StoredBatch>,
+    /// Slot `id` holds batch `id`, or nothing once it was released.
+    slots: Vec<Option<StoredBatch>>,
+    /// Released ids, reused before the list grows.
+    free: Vec<u32>,
     /// A one-row batch of nulls, for folds whose result is null (see [`Self::null_row`]).
     null_row: Option<RowRef>,
 }
@@ -62,7 +67,7 @@ impl BatchStore {
         self.null_row = Some(RowRef { batch: id, row: 0 });
     }
 
-    /// Marks the null row live, so [`Self::retain`] keeps it.
+    /// Marks the null row live, so [`Self::release`] keeps it.
     pub(crate) fn mark_live(&self, live: &mut [bool]) {
         if let Some(row) = self.null_row {
             live[row.batch as usize] = true;
@@ -70,16 +75,39 @@ impl BatchStore {
     }
 
     pub(crate) fn push(&mut self, batch: StoredBatch) -> u32 {
-        self.batches.push(batch);
-        (self.batches.len() - 1) as u32
+        match self.free.pop() {
+            Some(id) => {
+                self.slots[id as usize] = Some(batch);
+                id
+            }
+            None => {
+                self.slots.push(Some(batch));
+                (self.slots.len() - 1) as u32
+            }
+        }
     }
 
+    #[inline(always)]
     pub(crate) fn get(&self, id: u32) -> &StoredBatch {
-        &self.batches[id as usize]
+        self.slots[id as usize].as_ref().expect("rows point into stored batches only")
     }
 
-    pub(crate) fn batches(&self) -> impl Iterator<Item = &RecordBatch> {
-        self.batches.iter().map(|b| &b.batch)
+    /// Batch `id`, or `None` if that id is free.
+    pub(crate) fn slot(&self, id: u32) -> Option<&StoredBatch> {
+        self.slots[id as usize].as_ref()
+    }
+
+    /// The stored batches.
+    pub(crate) fn batches(&self) -> impl Iterator<Item = &StoredBatch> {
+        self.slots.iter().flatten()
+    }
+
+    /// Column `column` of every slot, by id, for `interleave`: a released slot gets
+    /// another batch's column, never read (no row points there).
+    pub(crate) fn columns(&self, column: usize) -> Vec<&ArrayRef> {
+        let Some(any) = self.batches().next() else { return Vec::new() };
+        let filler = any.batch.column(column);
+        self.slots.iter().map(|slot| slot.as_ref().map_or(filler, |b| b.batch.column(column))).collect()
     }
 
     /// Whether the value of `r` in viewed column `slot` is null (the null row is null everywhere).
@@ -114,33 +142,23 @@ impl BatchStore {
         }
     }
 
-    /// Keeps only the batches for which `keep` is true, preserving their order, and
-    /// returns the map from old ids to new ones (`u32::MAX` for dropped ones).
-    pub(crate) fn retain(&mut self, keep: &[bool]) -> Vec<u32> {
-        let mut next = 0;
-        let remap: Vec<u32> = keep
-            .iter()
-            .map(|&k| {
-                if k {
-                    next += 1;
-                    next - 1
-                } else {
-                    u32::MAX
-                }
-            })
-            .collect();
-        if let Some(row) = &mut self.null_row {
-            row.batch = remap[row.batch as usize];
+    /// Releases every stored batch that `live` (by id, as long as [`Self::len`]) does not
+    /// mark; their ids are reused. Ids of the kept batches do not change.
+    pub(crate) fn release(&mut self, live: &[bool]) {
+        for (id, slot) in self.slots.iter_mut().enumerate() {
+            if !live[id] && slot.take().is_some() {
+                self.free.push(id as u32);
+            }
         }
-        let mut i = 0;
-        self.batches.retain(|_| {
-            i += 1;
-            keep[i - 1]
-        });
-        remap
     }
 
+    /// The number of batches stored.
+    pub(crate) fn stored(&self) -> usize {
+        self.slots.len() - self.free.len()
+    }
+
+    /// The number of ids in use or free (ids are below it).
     pub(crate) fn len(&self) -> usize {
-        self.batches.len()
+        self.slots.len()
     }
 }

@@ -409,9 +409,8 @@ impl<E: KeyEncoder, M: MergeEngine<E>> BatchSource for Merger<E, M> {
 impl<E: KeyEncoder, M: MergeEngine<E>> Merger<E, M> {
     /// Drops the stored batches that neither a cursor nor a pending row needs.
     fn release_batches(&mut self) {
-        let builder = &mut self.builder;
-        let remap = self.runs.release_unused(|live| builder.mark_live(live));
-        builder.remap(&remap);
+        let builder = &self.builder;
+        self.runs.release_unused(|live| builder.mark_live(live));
     }
 
     fn publish_stats(&mut self, rows_out: usize) {
@@ -487,7 +486,7 @@ impl KeyVisitor for OrderOnly {
                 }
                 groups += 1;
                 // Keep memory flat: drop batches once no cursor stands in them.
-                if runs.store.len() > 4 * runs.len() + 16 {
+                if runs.store.stored() > 4 * runs.len() + 16 {
                     runs.release_unused(|_| {});
                 }
             }
