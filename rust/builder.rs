@@ -80,7 +80,7 @@ pub(crate) struct Items {
 /// The columns a merge outputs: those asked for, or all.
 #[derive(Clone)]
 pub(crate) struct OutputColumns {
-    /// Every column of the merge (see `stream::output_schema`).
+    /// Every column of the merge (see `plan::output_schema`).
     pub merged: SchemaRef,
     /// The output's columns, as positions in `merged`.
     pub projection: Vec<usize>,

@@ -20,14 +20,12 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use arrow_array::RecordBatch;
 use arrow_schema::{Schema, SchemaRef};
 
-use crate::builder::OutputColumns;
 use crate::error::{invalid, MergeError, Result};
-use crate::fold::Folder;
+use crate::fold::Paths;
+use crate::plan::MergePlan;
 use crate::prefetch::Prefetch;
-use crate::run::{Layout, Run};
-use crate::stream::{
-    merge_runs_into, output_schema, BatchSource, MergeOptions, MergeStream, SharedStats, UntilError,
-};
+use crate::run::Run;
+use crate::stream::{merge_runs_into, BatchSource, MergeOptions, MergeStream, SharedStats, UntilError};
 
 /// Options of [`merge_groups`].
 #[derive(Debug, Clone)]
@@ -55,9 +53,7 @@ pub(crate) fn read_ahead_share(threads: usize) -> usize {
 /// Merges each group of runs (of `schema`) on its own, streaming the outputs in order.
 pub fn merge_groups(schema: SchemaRef, groups: Vec<Vec<Run>>, options: GroupOptions) -> Result<MergeStream> {
     let merge = &options.merge;
-    let layout = Layout::new(schema.clone(), &merge.key, &merge.versions, false)?;
-    let merged_schema = output_schema(&layout, &Folder::new(merge.merge.clone(), &layout)?);
-    let output = OutputColumns::select(merged_schema, merge.columns.as_deref())?.schema;
+    let output = MergePlan::new(schema.clone(), merge, false, Paths::Fast)?.output.schema;
     let stats = Arc::new(SharedStats::default());
     let threads = options.threads.max(1);
     // Cores no group would use decode the groups' runs ahead of their merges instead.

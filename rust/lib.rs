@@ -52,6 +52,7 @@ pub mod files;
 pub mod fold;
 pub mod groups;
 pub(crate) mod keys;
+mod plan;
 pub mod prefetch;
 pub mod run;
 pub mod slices;

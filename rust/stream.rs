@@ -9,11 +9,12 @@ use std::sync::Arc;
 use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::{ArrowError, Field, Schema, SchemaRef};
 
-use crate::builder::{OutputBuilder, OutputColumns};
+use crate::builder::OutputBuilder;
 use crate::engine::{Algorithm, Heap, LeanTree, LoserTree, MergeEngine};
 use crate::error::{invalid, MergeError, Result};
 use crate::fold::{Folder, MergeFunction, Paths};
 use crate::keys::{dispatch, KeyEncoder, KeyVisitor};
+use crate::plan::MergePlan;
 use crate::run::{BatchIter, Group, Layout, Run, Runs};
 use crate::version::VersionColumns;
 
@@ -266,15 +267,11 @@ fn merge_with_paths(
         let empty = Arc::new(Schema::empty());
         return Ok(MergeStream { schema: empty, batches: Box::new(std::iter::empty()), stats, sort: None });
     };
-    let mut layout = Layout::new(schema.clone(), &options.key, &options.versions, strict)?;
-    let folder = Folder::with_paths(options.merge.clone(), &layout, paths)?;
-    layout.view_columns = folder.view_columns();
-    let output = OutputColumns::select(output_schema(&layout, &folder), options.columns.as_deref())?;
-    let stream_schema = output.schema.clone();
-    let key_types: Vec<_> = layout.key.iter().map(|&k| schema.field(k).data_type().clone()).collect();
+    let plan = MergePlan::new(schema, &options, strict, paths)?;
+    let (stream_schema, key_types) = (plan.output.schema.clone(), plan.key_types());
     let inputs = runs.into_iter().map(|r| r.batches).collect();
-    let visitor =
-        BuildMerge { inputs, layout: Arc::new(layout), folder, output, options, stats: stats.clone() };
+    let (algorithm, batch_size) = (options.algorithm, options.batch_size);
+    let visitor = BuildMerge { inputs, plan, algorithm, batch_size, stats: stats.clone() };
     let batches = dispatch(&key_types, visitor)?;
     Ok(MergeStream { schema: stream_schema, batches, stats, sort: None })
 }
@@ -310,30 +307,11 @@ fn common_schema(runs: &[Run]) -> Result<Option<SchemaRef>> {
     Ok(Some(Arc::new(Schema::new_with_metadata(fields, first.schema.metadata().clone()))))
 }
 
-/// The runs' schema, with every column a fold may set to null made nullable.
-pub(crate) fn output_schema(layout: &Layout, folder: &Folder) -> SchemaRef {
-    if !folder.may_add_nulls() {
-        return layout.schema.clone();
-    }
-    let fields: Vec<Field> = (layout.schema.fields().iter().enumerate())
-        .map(|(i, f)| {
-            let field = f.as_ref().clone();
-            if layout.key.contains(&i) || layout.row_kind == Some(i) {
-                field
-            } else {
-                field.with_nullable(true)
-            }
-        })
-        .collect();
-    Arc::new(Schema::new_with_metadata(fields, layout.schema.metadata().clone()))
-}
-
 struct BuildMerge {
     inputs: Vec<BatchIter>,
-    layout: Arc<Layout>,
-    folder: Folder,
-    output: OutputColumns,
-    options: MergeOptions,
+    plan: MergePlan,
+    algorithm: Algorithm,
+    batch_size: usize,
     stats: Arc<SharedStats>,
 }
 
@@ -343,7 +321,7 @@ impl KeyVisitor for BuildMerge {
     type Output = BoxedBatches;
 
     fn visit<E: KeyEncoder>(self, encoder: E) -> BoxedBatches {
-        match self.options.algorithm {
+        match self.algorithm {
             Algorithm::LoserTree => self.with_engine(encoder, LeanTree::default()),
             Algorithm::PaimonLoserTree => self.with_engine(encoder, LoserTree::default()),
             Algorithm::Heap => self.with_engine(encoder, Heap::default()),
@@ -353,19 +331,19 @@ impl KeyVisitor for BuildMerge {
 
 impl BuildMerge {
     fn with_engine<E: KeyEncoder, M: MergeEngine<E> + 'static>(self, encoder: E, engine: M) -> BoxedBatches {
-        let sinks = self.folder.sinks(&self.layout);
-        let builder = OutputBuilder::new(self.output, sinks);
-        let mut runs = Runs::new(self.inputs, encoder, self.layout.clone());
-        if self.folder.may_add_nulls() {
-            runs.store.add_null_row(&self.layout.schema);
+        let MergePlan { layout, folder, output } = self.plan;
+        let builder = OutputBuilder::new(output, folder.sinks(&layout));
+        let mut runs = Runs::new(self.inputs, encoder, layout.clone());
+        if folder.may_add_nulls() {
+            runs.store.add_null_row(&layout.schema);
         }
         Box::new(UntilError(Some(Merger {
             runs,
             engine,
-            folder: self.folder,
+            folder,
             builder,
             group: Group::default(),
-            batch_size: self.options.batch_size,
+            batch_size: self.batch_size,
             exhausted: false,
             stats: self.stats,
             published: Default::default(),
@@ -456,11 +434,11 @@ impl From<MergeError> for ArrowError {
 #[doc(hidden)]
 pub fn merge_order_only(runs: Vec<Run>, options: MergeOptions) -> Result<MergeStats> {
     let Some(schema) = common_schema(&runs)? else { return Ok(MergeStats::default()) };
-    let layout = Layout::new(schema.clone(), &options.key, &options.versions, options.merge.folds())?;
-    let key_types: Vec<_> = layout.key.iter().map(|&k| schema.field(k).data_type().clone()).collect();
+    let plan = MergePlan::new(schema, &options, options.merge.folds(), Paths::Fast)?;
+    let key_types = plan.key_types();
     let k = runs.len() as u64;
     let inputs = runs.into_iter().map(|r| r.batches).collect();
-    let visitor = OrderOnly { inputs, layout: Arc::new(layout), algorithm: options.algorithm };
+    let visitor = OrderOnly { inputs, layout: plan.layout, algorithm: options.algorithm };
     let mut stats = dispatch(&key_types, visitor)??;
     stats.runs = k;
     Ok(stats)
