@@ -121,7 +121,8 @@ struct RunCursor<V> {
     current: Option<Loaded<V>>,
     /// The next batch, read early only to see whether it continues the current key.
     lookahead: Option<Loaded<V>>,
-    /// The keys of the batch before `current`, whose last row may be the row taken last.
+    /// The keys of the batch before `current`, whose last row may be the row taken last
+    /// (see [`Runs::same_key_as_taken`]); dropped when the run's next row is taken.
     previous_keys: Option<V>,
     /// Run position of the next batch's first row.
     next_row: u64,
@@ -323,6 +324,8 @@ impl<E: KeyEncoder> Runs<E> {
     /// same run that share its key (possible only for `merge="none"`). The cursor stays on
     /// the last row taken: advancing it later moves to a new key.
     pub(crate) fn take(&mut self, i: usize, group: &mut Group) -> Result<()> {
+        // The run's rows taken before are done with: their keys need not stay readable.
+        self.cursors[i].previous_keys = None;
         group.rows.push(self.current(i));
         if !self.layout.strict {
             while self.next_has_same_key(i)? {
