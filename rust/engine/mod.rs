@@ -1,4 +1,4 @@
-//! The k-way merge engines. Both turn the runs into a sequence of key groups (all rows
+//! The k-way merge engines. All three turn the runs into a sequence of key groups (all rows
 //! of one key, in version order) and count their key comparisons; they differ only in
 //! how they find the next smallest key:
 //!
