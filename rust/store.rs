@@ -89,10 +89,11 @@ impl BatchStore {
 
     #[inline(always)]
     pub(crate) fn get(&self, id: u32) -> &StoredBatch {
-        self.slots[id as usize].as_ref().expect("rows point into stored batches only")
+        self.slot(id).expect("rows point into stored batches only")
     }
 
     /// Batch `id`, or `None` if that id is free.
+    #[inline(always)]
     pub(crate) fn slot(&self, id: u32) -> Option<&StoredBatch> {
         self.slots[id as usize].as_ref()
     }

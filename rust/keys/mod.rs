@@ -136,7 +136,7 @@ pub(crate) fn shared_len(head_len: usize, digest: u64) -> usize {
     let leaves_at = ((digest >> 48) & 0x3FFF) as usize;
     match (head_len, digest >> 62) {
         (0, _) => 0,
-        (_, 1) => head_len,
+        (_, band) if band == HEAD_BAND >> 62 => head_len,
         (_, 0) => leaves_at,
         _ => head_len - leaves_at,
     }

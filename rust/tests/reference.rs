@@ -50,12 +50,13 @@ pub fn run(rows: &[Row], cuts: &[usize]) -> Run {
 pub fn text_run(rows: &[Row], cuts: &[usize]) -> Run {
     let Run { batches, .. } = run(rows, cuts);
     let schema = text_schema();
+    let batch_schema = schema.clone();
     let batches = batches.map(move |b| {
         let b = b?;
         let keys = b.column(0).as_primitive::<Int64Type>().iter().map(|k| k.map(text_key));
         let mut columns = b.columns().to_vec();
         columns[0] = Arc::new(StringArray::from_iter(keys));
-        RecordBatch::try_new(text_schema(), columns)
+        RecordBatch::try_new(batch_schema.clone(), columns)
     });
     Run { schema, batches: Box::new(batches) }
 }
