@@ -8,13 +8,15 @@
 //!
 //! A file may be read in part: the rows of one key range ([`crate::slices`]), only its
 //! pages that may hold keys of the range decoded, and each batch trimmed to the range.
+//! Pages that two adjacent ranges both need (a cut falls inside them) are decoded once,
+//! by whichever range's read reaches them first ([`SharedZones`]).
 
 use std::collections::VecDeque;
 use std::fmt;
 use std::fs::File;
 use std::ops::Range;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use arrow_array::{new_null_array, ArrayRef, RecordBatch, RecordBatchOptions};
 use arrow_schema::{ArrowError, SchemaRef};
@@ -28,7 +30,7 @@ use parquet::file::reader::ChunkReader;
 
 use crate::error::MergeError;
 use crate::run::Run;
-use crate::slices::KeyRange;
+use crate::slices::{first_not_below, KeyRange};
 
 /// Fetches the whole of a file that is not on the local filesystem.
 #[derive(Clone)]
@@ -58,11 +60,123 @@ pub struct DataFile {
     pub rows: Option<Range<u64>>,
     /// Only the rows whose key falls in this range are read.
     pub keys: Option<Arc<KeyRange>>,
+    /// These rows are shared with the adjacent key range on the other side of a cut:
+    /// decoded once, by the first of the two reads to reach them (`keys` then only
+    /// names this side's range).
+    pub shared: Option<(Arc<SharedZones>, Side)>,
+}
+
+/// Which side of a cut a key range lies on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    /// Keys below the cut.
+    Below,
+    /// Keys at or above the cut.
+    Above,
+}
+
+/// Rows of one file that the key ranges on both sides of a cut need, because the cut
+/// falls inside the pages (or row groups) that hold them: decoded once, by the first of
+/// the two reads to reach them, which leaves the other its rows. The read above the cut
+/// usually comes first (it starts there): it decodes them as the start of its part and
+/// sets aside the rows below the cut. The read below comes to them at its end: if they
+/// are not decoded yet, it decodes them and sets aside the rows at or above the cut. A
+/// read waits only while the other one decodes; one that fails to leaves them undecoded.
+#[derive(Debug)]
+pub struct SharedZones {
+    /// The cut: a one-value array of the first key column's type.
+    cut: ArrayRef,
+    /// The first key column's index in the read's schema.
+    column: usize,
+    /// The zones' rows in their file (positions before deletion).
+    rows: Range<u64>,
+    state: Mutex<Shared>,
+    changed: Condvar,
+}
+
+#[derive(Debug)]
+enum Shared {
+    Undecoded,
+    Decoding,
+    /// The rows set aside for the side that has not taken them yet.
+    Decoded(Vec<RecordBatch>),
+    Taken,
+}
+
+impl SharedZones {
+    /// The zones at file rows `rows`, cut at `cut` (a one-value array) of column `column`.
+    pub fn new(cut: ArrayRef, column: usize, rows: Range<u64>) -> Self {
+        Self { cut, column, rows, state: Mutex::new(Shared::Undecoded), changed: Condvar::new() }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Shared> {
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The rows the other side set aside, once it is done decoding; or, if nobody decoded
+    /// the zones yet, the claim to decode them.
+    fn take_or_claim(self: &Arc<Self>) -> Result<Vec<RecordBatch>, Claim> {
+        let mut state = self.lock();
+        loop {
+            match std::mem::replace(&mut *state, Shared::Taken) {
+                Shared::Decoding => {
+                    *state = Shared::Decoding;
+                    state = self.changed.wait(state).unwrap_or_else(|poisoned| poisoned.into_inner());
+                }
+                Shared::Decoded(rows) => return Ok(rows),
+                Shared::Undecoded => {
+                    *state = Shared::Decoding;
+                    return Err(Claim(Some(self.clone())));
+                }
+                Shared::Taken => unreachable!("each side reads its shared zones once"),
+            }
+        }
+    }
+
+    /// The rows (sorted by key) below the cut, and those at or above it.
+    fn split(&self, batches: Vec<RecordBatch>) -> Result<(Vec<RecordBatch>, Vec<RecordBatch>), ArrowError> {
+        let (mut below, mut above) = (Vec::new(), Vec::new());
+        for batch in batches {
+            let at = first_not_below(batch.column(self.column), &self.cut).map_err(external)?;
+            below.extend((at > 0).then(|| batch.slice(0, at)));
+            above.extend((at < batch.num_rows()).then(|| batch.slice(at, batch.num_rows() - at)));
+        }
+        Ok((below, above))
+    }
+}
+
+/// The right to decode shared zones: given up (the zones left undecoded, the other side
+/// woken) when dropped before [`Claim::set_aside`].
+struct Claim(Option<Arc<SharedZones>>);
+
+impl Claim {
+    /// The zones are decoded: `rows` are the other side's.
+    fn set_aside(mut self, rows: Vec<RecordBatch>) {
+        let zones = self.0.take().expect("a claim is used once");
+        *zones.lock() = Shared::Decoded(rows);
+        zones.changed.notify_all();
+    }
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        if let Some(zones) = self.0.take() {
+            *zones.lock() = Shared::Undecoded;
+            zones.changed.notify_all();
+        }
+    }
 }
 
 /// A run of `files` (in key order, none overlapping the next) read as batches of `schema`.
 pub fn run_of_files(schema: SchemaRef, files: Vec<DataFile>, batch_size: usize) -> Run {
-    let batches = FileBatches { schema: schema.clone(), files: files.into(), current: None, batch_size };
+    let batches = FileBatches {
+        schema: schema.clone(),
+        files: files.into(),
+        current: None,
+        ready: VecDeque::new(),
+        setting_aside: None,
+        batch_size,
+    };
     Run { schema, batches: Box::new(batches) }
 }
 
@@ -95,6 +209,11 @@ struct FileBatches {
     schema: SchemaRef,
     files: VecDeque<DataFile>,
     current: Option<(DataFile, ParquetRecordBatchReader)>,
+    /// Rows of shared zones decoded by the other side, read before `current`.
+    ready: VecDeque<RecordBatch>,
+    /// While `current` decodes shared zones from their start: the rows below the cut
+    /// met so far, set aside for the read below it.
+    setting_aside: Option<(Claim, Vec<RecordBatch>)>,
     batch_size: usize,
 }
 
@@ -103,34 +222,102 @@ impl Iterator for FileBatches {
 
     fn next(&mut self) -> Option<Self::Item> {
         loop {
-            if let Some((file, reader)) = &mut self.current {
-                let batch = match reader.next() {
-                    Some(Ok(batch)) => conform(&self.schema, file, batch),
-                    Some(Err(e)) => Err(damaged(file, &e.to_string())),
-                    None => {
-                        self.current = None;
-                        continue;
-                    }
-                };
-                let Some(keys) = file.keys.clone() else { return Some(batch.map_err(external)) };
-                let trimmed = batch.and_then(|batch| {
-                    let (rows, past) = keys.rows_within(&batch)?;
-                    if past {
-                        self.current = None; // the file's later rows are all past the range
-                    }
-                    Ok(batch.slice(rows.start, rows.len()))
-                });
-                match trimmed {
-                    Ok(batch) if batch.num_rows() == 0 => continue,
-                    result => return Some(result.map_err(external)),
-                }
+            if let Some(batch) = self.ready.pop_front() {
+                return Some(Ok(batch));
             }
-            let file = self.files.pop_front()?;
-            match open(&file, &self.schema, self.batch_size) {
-                Ok(reader) => self.current = Some((file, reader)),
-                Err(e) => return Some(Err(external(e))),
+            let step = match self.current.is_some() {
+                true => self.next_in_range(),
+                false => {
+                    let file = self.files.pop_front()?;
+                    self.open_next(file).map(|()| None)
+                }
+            };
+            match step {
+                Ok(None) => continue,
+                result => return result.transpose(),
             }
         }
+    }
+}
+
+impl FileBatches {
+    /// The current file's next batch, trimmed to its key range (`None`: nothing of it
+    /// was in the range, or the file is done).
+    fn next_in_range(&mut self) -> Result<Option<RecordBatch>, ArrowError> {
+        let (file, reader) = self.current.as_mut().expect("a file is open");
+        let batch = match reader.next() {
+            Some(batch) => {
+                batch.map_err(|e| damaged(file, &e.to_string())).and_then(|b| conform(&self.schema, file, b))
+            }
+            None => {
+                self.current = None;
+                self.finish_setting_aside();
+                return Ok(None);
+            }
+        };
+        let batch = batch.map_err(external)?;
+        let Some(keys) = file.keys.clone() else { return Ok(Some(batch)) };
+        let (rows, past) = keys.rows_within(&batch).map_err(external)?;
+        if past {
+            self.current = None; // the file's later rows are all past the range
+        }
+        if let Some((_, below)) = &mut self.setting_aside {
+            below.extend((rows.start > 0).then(|| batch.slice(0, rows.start)));
+            if rows.start < batch.num_rows() {
+                self.finish_setting_aside(); // every later row is at or above the cut
+            }
+        }
+        Ok((!rows.is_empty()).then(|| batch.slice(rows.start, rows.len())))
+    }
+
+    fn finish_setting_aside(&mut self) {
+        if let Some((claim, below)) = self.setting_aside.take() {
+            claim.set_aside(below);
+        }
+    }
+
+    /// Starts reading `file`: opens it, or takes the rows of its shared zones.
+    fn open_next(&mut self, file: DataFile) -> Result<(), ArrowError> {
+        let open = |file: DataFile| -> Result<_, ArrowError> {
+            let reader = open(&file, &self.schema, self.batch_size).map_err(external)?;
+            Ok(Some((file, reader)))
+        };
+        let Some((zones, side)) = file.shared.clone() else {
+            self.current = open(file)?;
+            return Ok(());
+        };
+        match (zones.take_or_claim(), side) {
+            (Ok(rows), Side::Below) => self.ready.extend(rows),
+            (Err(claim), Side::Below) => {
+                let (below, above) = zones.split(self.decode_all(&file)?)?;
+                claim.set_aside(above);
+                self.ready.extend(below);
+            }
+            // The part starts with the zones: decoded by the read below, or here.
+            (Ok(rows), Side::Above) => {
+                self.ready.extend(rows);
+                let end = file.rows.as_ref().expect("a part with shared zones has its rows").end;
+                if zones.rows.end < end {
+                    let rest = DataFile { rows: Some(zones.rows.end..end), shared: None, ..file };
+                    self.current = open(rest)?;
+                }
+            }
+            (Err(claim), Side::Above) => {
+                self.setting_aside = Some((claim, Vec::new()));
+                self.current = open(file)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Every batch of `file`'s rows, whatever its key range.
+    fn decode_all(&self, file: &DataFile) -> Result<Vec<RecordBatch>, ArrowError> {
+        let reader = open(file, &self.schema, self.batch_size).map_err(external)?;
+        let batches = reader.map(|batch| match batch {
+            Ok(batch) => conform(&self.schema, file, batch),
+            Err(e) => Err(damaged(file, &e.to_string())),
+        });
+        batches.collect::<Result<_, _>>().map_err(external)
     }
 }
 
@@ -246,6 +433,39 @@ fn conform(schema: &SchemaRef, file: &DataFile, batch: RecordBatch) -> Result<Re
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn zones() -> Arc<SharedZones> {
+        let cut: ArrayRef = Arc::new(arrow_array::Int64Array::from(vec![5]));
+        Arc::new(SharedZones::new(cut, 0, 0..10))
+    }
+
+    #[test]
+    fn shared_zones_wait_for_the_decoding_side() {
+        let zones = zones();
+        let Err(claim) = zones.take_or_claim() else { panic!("nobody decoded them yet") };
+        let other = {
+            let zones = zones.clone();
+            std::thread::spawn(move || zones.take_or_claim().map(|rows| rows.len()).map_err(|_| ()))
+        };
+        std::thread::sleep(std::time::Duration::from_millis(50)); // the other side waits meanwhile
+        let batch =
+            RecordBatch::try_from_iter([("k", Arc::new(arrow_array::Int64Array::from(vec![6])) as ArrayRef)]);
+        claim.set_aside(vec![batch.unwrap()]);
+        assert_eq!(other.join().unwrap(), Ok(1));
+    }
+
+    #[test]
+    fn a_dropped_claim_lets_the_other_side_decode() {
+        let zones = zones();
+        let Err(claim) = zones.take_or_claim() else { panic!("nobody decoded them yet") };
+        let other = {
+            let zones = zones.clone();
+            std::thread::spawn(move || zones.take_or_claim().is_err())
+        };
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        drop(claim); // as when decoding fails
+        assert!(other.join().unwrap(), "the waiting side must get the claim");
+    }
 
     #[test]
     fn selection_skips_the_deleted_positions() {

@@ -7,8 +7,9 @@
 //! (its pages with the page index, else its row groups) give the first column's least and
 //! greatest value over consecutive rows. The zones' least values, weighted by their rows,
 //! give cuts that share the rows out evenly; a slice then decodes of each file only the
-//! zones that may hold its keys and trims the first and last of them to its range. Each
-//! cut decodes about one zone per run twice.
+//! zones that may hold its keys and trims the first and last of them to its range. The
+//! zones a cut falls in (about one per run) are decoded once, by the first of the two
+//! slices to reach them, which leaves the other slice its rows ([`SharedZones`]).
 //!
 //! A merge is cut only when every file is local, its statistics cover the first key
 //! column with no nulls, and the column's type orders its statistics as the merge orders
@@ -27,16 +28,16 @@ use parquet::arrow::arrow_reader::statistics::StatisticsConverter;
 use parquet::arrow::arrow_reader::ArrowReaderMetadata;
 
 use crate::error::{MergeError, Result};
-use crate::files::{run_of_files, with_page_index, DataFile};
+use crate::files::{run_of_files, with_page_index, DataFile, SharedZones, Side};
 use crate::groups::read_ahead_share;
 use crate::run::Run;
 
 /// Rows a slice should have at least: below that, a thread costs more than it saves.
 pub const MIN_SLICE_ROWS: u64 = 1 << 16;
 
-/// Per thread beyond the first, a cut merge may decode 1/this more rows than the whole
-/// merge would (the zones its cuts fall in are decoded twice); past that the zones are
-/// too coarse to cut with profit.
+/// Per thread beyond the first, the zones a cut merge's cuts fall in may hold 1/this of
+/// the rows: one slice decodes them for both, on its own thread, and holds the other's
+/// rows until it takes them; past that the zones are too coarse to cut with profit.
 const EXTRA_DECODE_PER_THREAD: u64 = 4;
 
 /// The sections of a read (each the runs of one merge, as files) as the groups
@@ -93,7 +94,7 @@ impl KeyRange {
 }
 
 /// The first row of `sorted` whose value is not below `bound`'s one value.
-fn first_not_below(sorted: &ArrayRef, bound: &ArrayRef) -> Result<usize> {
+pub(crate) fn first_not_below(sorted: &ArrayRef, bound: &ArrayRef) -> Result<usize> {
     let compare = comparator(sorted.as_ref(), bound.as_ref())?;
     let (mut low, mut high) = (0, sorted.len());
     while low < high {
@@ -153,20 +154,32 @@ pub fn slice_runs(
 /// [`slice_runs`] with slices of at least `min_rows` rows.
 pub(crate) fn slice_runs_of_at_least(
     schema: &SchemaRef,
-    mut runs: Vec<Vec<DataFile>>,
+    runs: Vec<Vec<DataFile>>,
     key: usize,
     threads: usize,
     batch_size: usize,
     min_rows: u64,
 ) -> Vec<Vec<Run>> {
+    let slices = slice_files(schema, runs, key, threads, min_rows);
     let runs_of = |runs: Vec<Vec<DataFile>>| -> Vec<Run> {
         runs.into_iter().map(|files| run_of_files(schema.clone(), files, batch_size)).collect()
     };
+    slices.into_iter().map(runs_of).collect()
+}
+
+/// The plan of [`slice_runs_of_at_least`]: per slice, per run, the parts of its files.
+pub(crate) fn slice_files(
+    schema: &SchemaRef,
+    mut runs: Vec<Vec<DataFile>>,
+    key: usize,
+    threads: usize,
+    min_rows: u64,
+) -> Vec<Vec<Vec<DataFile>>> {
     if threads < 2 || !sliceable(schema.field(key).data_type()) {
-        return vec![runs_of(runs)];
+        return vec![runs];
     }
     let Some(zones) = zone_runs(&mut runs, schema.field(key).data_type(), key) else {
-        return vec![runs_of(runs)]; // the footers read so far stay with their files
+        return vec![runs]; // the footers read so far stay with their files
     };
     let zoned: Vec<Vec<(DataFile, Zones)>> =
         runs.into_iter().zip(zones).map(|(files, zones)| files.into_iter().zip(zones).collect()).collect();
@@ -175,7 +188,7 @@ pub(crate) fn slice_runs_of_at_least(
     let bytes: u64 = zoned.iter().flatten().map(|(file, _)| decoded_bytes(file)).sum();
     let share = read_ahead_share(threads).max(1) as u64;
     let slices = threads.max(bytes.div_ceil(share) as usize);
-    // Fewer slices cut fewer zones: take the most whose extra decoding stays small.
+    // Fewer slices cut fewer zones: take the most whose shared zones stay few.
     let most = slices.min((total / min_rows.max(1)) as usize);
     if let Ok(order) = ZoneOrder::of(&zoned) {
         for slices in (2..=most).rev() {
@@ -183,26 +196,38 @@ pub(crate) fn slice_runs_of_at_least(
             let decoded: u64 = parts.iter().flatten().flatten().map(part_rows).sum();
             let extra = total * (slices.min(threads) as u64 - 1) / EXTRA_DECODE_PER_THREAD;
             if parts.len() >= 2 && decoded <= total + extra {
-                return parts.into_iter().map(runs_of).collect();
+                return parts;
             }
         }
     }
-    vec![runs_of(zoned.into_iter().map(|files| files.into_iter().map(|(file, _)| file).collect()).collect())]
+    vec![zoned.into_iter().map(|files| files.into_iter().map(|(file, _)| file).collect()).collect()]
 }
 
 /// The parts of the files each key range between `cuts` reads: per range, per run, the
 /// parts of its files that may hold keys of the range (empty ones left out).
 fn parts_of(zoned: &[Vec<(DataFile, Zones)>], key: usize, cuts: &[ArrayRef]) -> Vec<Vec<Vec<DataFile>>> {
-    (0..=cuts.len())
+    let ranges: Vec<Arc<KeyRange>> = (0..=cuts.len())
         .map(|i| {
             let lower = i.checked_sub(1).map(|i| cuts[i].clone());
-            let range = Arc::new(KeyRange { column: key, lower, upper: cuts.get(i).cloned() });
-            let runs =
-                zoned.iter().map(|files| files.iter().filter_map(|(file, zones)| zones.part(file, &range)));
-            runs.map(Iterator::collect).filter(|files: &Vec<DataFile>| !files.is_empty()).collect()
+            Arc::new(KeyRange { column: key, lower, upper: cuts.get(i).cloned() })
         })
-        .filter(|slice: &Vec<Vec<DataFile>>| !slice.is_empty())
-        .collect()
+        .collect();
+    let mut slices: Vec<Vec<Vec<DataFile>>> = vec![Vec::new(); ranges.len()];
+    for files in zoned {
+        let mut runs: Vec<Vec<DataFile>> = vec![Vec::new(); ranges.len()];
+        for (file, zones) in files {
+            for (run, parts) in runs.iter_mut().zip(zones.parts(file, &ranges)) {
+                run.extend(parts);
+            }
+        }
+        for (slice, run) in slices.iter_mut().zip(runs) {
+            if !run.is_empty() {
+                slice.push(run);
+            }
+        }
+    }
+    slices.retain(|slice| !slice.is_empty());
+    slices
 }
 
 /// The uncompressed size of a file's data (all its columns).
@@ -211,8 +236,9 @@ fn decoded_bytes(file: &DataFile) -> u64 {
     metadata.map_or(0, |m| m.row_groups().iter().map(|g| g.total_byte_size() as u64).sum())
 }
 
-/// Rows a part of a file decodes (before deletions).
-fn part_rows(part: &DataFile) -> u64 {
+/// Rows a part of a file decodes (before deletions). Zones two ranges share count for
+/// both: decoded once, but on one thread while the other may wait, and held for the other.
+pub(crate) fn part_rows(part: &DataFile) -> u64 {
     match &part.rows {
         Some(rows) => rows.end - rows.start,
         None => part.metadata.as_ref().map_or(0, |m| m.metadata().file_metadata().num_rows() as u64),
@@ -306,9 +332,63 @@ impl Zones {
         self.ends.last().copied().unwrap_or(0)
     }
 
-    /// The part of `file` that may hold keys of `range`: its zones from the first whose
-    /// greatest value reaches the range to the last whose least value is below its end.
-    fn part(&self, file: &DataFile, range: &Arc<KeyRange>) -> Option<DataFile> {
+    /// The parts of `file` each of `ranges` (consecutive, ascending) reads, in order:
+    /// the zones that may hold keys of the range. Zones a cut falls in are shared by the
+    /// ranges on its two sides (see [`SharedZones`]): the part of the range above starts
+    /// with them, and the range below reads them as a part of their own, after the rest.
+    fn parts(&self, file: &DataFile, ranges: &[Arc<KeyRange>]) -> Vec<Vec<DataFile>> {
+        let spans: Vec<Option<Range<usize>>> = ranges.iter().map(|range| self.span(range)).collect();
+        // shared[c]: the zones both sides of cut c need, when none of them holds a key of
+        // a third range.
+        let shared: Vec<Option<(Range<usize>, Arc<SharedZones>)>> = (1..ranges.len())
+            .map(|above| {
+                let below = above - 1;
+                let zones = spans[above].as_ref()?.start..spans[below].as_ref()?.end;
+                if zones.is_empty() || !self.within(&zones, &ranges[below].lower, &ranges[above].upper) {
+                    return None;
+                }
+                let cut = ranges[below].upper.clone().expect("a range below a cut ends at it");
+                Some((
+                    zones.clone(),
+                    Arc::new(SharedZones::new(cut, ranges[above].column, self.rows_of(&zones))),
+                ))
+            })
+            .collect();
+        let part = |zones: Range<usize>, range: &Arc<KeyRange>, shared: Option<(&Arc<SharedZones>, Side)>| {
+            let rows = self.rows_of(&zones);
+            let whole = shared.is_none() && rows == (0..self.rows());
+            let shared = shared.map(|(zones, side)| (zones.clone(), side));
+            DataFile { rows: (!whole).then_some(rows), keys: Some(range.clone()), shared, ..file.clone() }
+        };
+        let mut parts = Vec::with_capacity(ranges.len());
+        for (i, span) in spans.iter().enumerate() {
+            let mut range_parts = Vec::new();
+            if let Some(span) = span {
+                let below = i.checked_sub(1).and_then(|cut| shared[cut].as_ref());
+                let above = shared.get(i).and_then(Option::as_ref);
+                let end = above.map_or(span.end, |(zones, _)| zones.start);
+                if span.start < end {
+                    let starts_shared = below.map(|(_, zones)| (zones, Side::Above));
+                    range_parts.push(part(span.start..end, &ranges[i], starts_shared));
+                }
+                if let Some((zones, shared)) = above {
+                    range_parts.push(part(zones.clone(), &ranges[i], Some((shared, Side::Below))));
+                }
+            }
+            parts.push(range_parts);
+        }
+        parts
+    }
+
+    /// The rows of a file that `zones` hold.
+    fn rows_of(&self, zones: &Range<usize>) -> Range<u64> {
+        let start = if zones.start == 0 { 0 } else { self.ends[zones.start - 1] };
+        start..self.ends[zones.end - 1]
+    }
+
+    /// The zones that may hold keys of `range`: from the first whose greatest value
+    /// reaches the range to the last whose least value is below its end.
+    fn span(&self, range: &KeyRange) -> Option<Range<usize>> {
         let zones = self.ends.len();
         let first = match &range.lower {
             Some(lower) => {
@@ -324,13 +404,18 @@ impl Zones {
             }
             None => zones,
         };
-        if first >= end {
-            return None;
-        }
-        let start = if first == 0 { 0 } else { self.ends[first - 1] };
-        let rows = start..self.ends[end - 1];
-        let whole = rows == (0..self.rows());
-        Some(DataFile { rows: (!whole).then_some(rows), keys: Some(range.clone()), ..file.clone() })
+        (first < end).then_some(first..end)
+    }
+
+    /// Whether every key of `zones` is at least `lower` and below `upper` (`None`: unbounded).
+    fn within(&self, zones: &Range<usize>, lower: &Option<ArrayRef>, upper: &Option<ArrayRef>) -> bool {
+        let holds = |values: &ArrayRef, bound: &Option<ArrayRef>, keep: fn(Ordering) -> bool| match bound {
+            None => true,
+            Some(bound) => comparator(values.as_ref(), bound.as_ref())
+                .is_ok_and(|compare| zones.clone().all(|z| keep(compare(z, 0)))),
+        };
+        holds(&self.mins, lower, |o| o != Ordering::Less)
+            && holds(&self.maxes, upper, |o| o == Ordering::Less)
     }
 }
 

@@ -12,8 +12,8 @@ use parquet::arrow::ArrowWriter;
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use proptest::prelude::*;
 
-use crate::files::{parquet_file, run_of_files, DataFile};
-use crate::slices::slice_runs_of_at_least;
+use crate::files::{parquet_file, run_of_files, DataFile, Side};
+use crate::slices::{part_rows, slice_files, slice_runs_of_at_least};
 use crate::{merge, MergeOptions, Run};
 
 /// Parquet files written for a test, removed when it ends (passing or not).
@@ -84,17 +84,38 @@ fn merged(runs: Vec<Run>) -> Vec<(String, i64)> {
     rows
 }
 
-/// Merges `runs` whole and cut into `slices`: the same rows; returns how many slices.
+/// Merges `runs` whole and cut into `slices`: the same rows, whether the slices are
+/// merged one after another, last first (so each decodes the zones it shares with the
+/// next one, or with the one before), or all at once; returns how many slices.
 fn check_slices(runs: Vec<Vec<DataFile>>, slices: usize) -> usize {
     let schema = schema_of(&runs[0][0]);
     let whole = runs.iter().map(|files| run_of_files(schema.clone(), files.clone(), 7)).collect();
     let expected = merged(whole);
-    let groups = slice_runs_of_at_least(&schema, runs, 0, slices, 7, 1);
+    let cut = || slice_runs_of_at_least(&schema, runs.clone(), 0, slices, 7, 1);
+    let groups = cut();
     let count = groups.len();
     assert!(count <= slices);
-    let got: Vec<_> = groups.into_iter().flat_map(merged).collect();
-    assert_eq!(got, expected);
+    let in_order: Vec<_> = groups.into_iter().flat_map(merged).collect();
+    assert_eq!(in_order, expected);
+    let mut last_first: Vec<_> = cut().into_iter().rev().map(merged).collect();
+    last_first.reverse();
+    assert_eq!(last_first.concat(), expected);
+    let at_once: Vec<Vec<_>> = std::thread::scope(|scope| {
+        let workers: Vec<_> = cut().into_iter().map(|group| scope.spawn(move || merged(group))).collect();
+        workers.into_iter().map(|worker| worker.join().unwrap()).collect()
+    });
+    assert_eq!(at_once.concat(), expected);
     count
+}
+
+/// How many slices `runs` are cut into, and the rows they decode (zones two slices
+/// share counted once).
+fn slices_and_decoded_rows(runs: Vec<Vec<DataFile>>, slices: usize) -> (usize, u64) {
+    let schema = schema_of(&runs[0][0]);
+    let parts = slice_files(&schema, runs, 0, slices, 1);
+    let decoded = parts.iter().flatten().flatten();
+    let decoded = decoded.filter(|part| !matches!(part.shared, Some((_, Side::Below)))).map(part_rows).sum();
+    (parts.len(), decoded)
 }
 
 fn int_keys(keys: &[i64]) -> ArrayRef {
@@ -130,6 +151,21 @@ fn row_group_statistics_cut_when_there_is_no_page_index() {
     let index = runs[0][0].metadata.as_ref().unwrap().metadata().page_index();
     assert!(index.is_none_or(|index| index.column_index(0, 0).is_none()));
     assert_eq!(check_slices(runs, 3), 3);
+}
+
+#[test]
+fn zones_a_cut_falls_in_are_decoded_once() {
+    // Row groups of 40 rows and no page index: every cut falls inside a row group of
+    // each run, which the slices on its two sides share.
+    let files = Files::new();
+    let runs: Vec<_> = (0..3)
+        .map(|i| {
+            let keys: Vec<i64> = (0..1200).map(|k| k * 3 + i).collect();
+            vec![files.write(int_keys(&keys), i * 10_000, 1200, 40, EnabledStatistics::Chunk)]
+        })
+        .collect();
+    assert_eq!(slices_and_decoded_rows(runs.clone(), 4), (4, 3600));
+    assert_eq!(check_slices(runs, 4), 4);
 }
 
 #[test]
