@@ -89,8 +89,9 @@ def run(folder: str, runs: int, rows_per_run: int, repeat: int) -> Section:
             " with an int64 and a string column; every tool reads the files and returns the merged table.",
             "merge-core is given the files' paths: decoded in Rust and cut into key ranges by the files' row-group"
             " statistics (the runs have no page index), the ranges merged in parallel on every core, outputs in"
-            " key order. `pyarrow readers`: one merge fed by `pyarrow.dataset` readers. The floor decodes the"
-            " files with pyarrow on every core and does not merge.",
+            " key order; a row group a cut falls in is decoded once, for the ranges on both sides. `pyarrow"
+            " readers`: one merge fed by `pyarrow.dataset` readers. The floor decodes the files with pyarrow on"
+            " every core and does not merge.",
             "DataFusion: the files registered with `file_sort_order` and one partition per file, so its plan is"
             " SortPreservingMergeExec over the file scans. Polars: a balanced tree of two-way `merge_sorted`.",
         ],
