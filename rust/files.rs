@@ -439,14 +439,18 @@ mod tests {
         Arc::new(SharedZones::new(cut, 0, 0..10))
     }
 
+    /// The other side of the cut, on a thread of its own: how many batches it takes,
+    /// or `Err` if it gets the claim to decode the zones.
+    fn other_side(zones: &Arc<SharedZones>) -> std::thread::JoinHandle<Result<usize, ()>> {
+        let zones = zones.clone();
+        std::thread::spawn(move || zones.take_or_claim().map(|rows| rows.len()).map_err(drop))
+    }
+
     #[test]
     fn shared_zones_wait_for_the_decoding_side() {
         let zones = zones();
         let Err(claim) = zones.take_or_claim() else { panic!("nobody decoded them yet") };
-        let other = {
-            let zones = zones.clone();
-            std::thread::spawn(move || zones.take_or_claim().map(|rows| rows.len()).map_err(|_| ()))
-        };
+        let other = other_side(&zones);
         std::thread::sleep(std::time::Duration::from_millis(50)); // the other side waits meanwhile
         let batch =
             RecordBatch::try_from_iter([("k", Arc::new(arrow_array::Int64Array::from(vec![6])) as ArrayRef)]);
@@ -458,13 +462,10 @@ mod tests {
     fn a_dropped_claim_lets_the_other_side_decode() {
         let zones = zones();
         let Err(claim) = zones.take_or_claim() else { panic!("nobody decoded them yet") };
-        let other = {
-            let zones = zones.clone();
-            std::thread::spawn(move || zones.take_or_claim().is_err())
-        };
+        let other = other_side(&zones);
         std::thread::sleep(std::time::Duration::from_millis(50));
         drop(claim); // as when decoding fails
-        assert!(other.join().unwrap(), "the waiting side must get the claim");
+        assert_eq!(other.join().unwrap(), Err(()), "the waiting side must get the claim");
     }
 
     #[test]

@@ -137,10 +137,10 @@ fn sliceable(data_type: &DataType) -> bool {
 
 /// The runs of one merge (each a list of files of `schema`, in key order) as the runs of
 /// merges over consecutive key ranges of the read's column `key`, in order, for
-/// `threads` threads: a slice each, or more when a slice's output would not fit in its
-/// thread's share of the read-ahead ([`crate::groups`]: a slice merged ahead of its turn
-/// waits once its share is full). Merged whole (one group) when it cannot be cut or is
-/// too small to pay.
+/// `threads` threads: a slice each, or a few rounds of that many when a slice's output
+/// would not fit in its thread's share of the read-ahead ([`crate::groups`]: a slice
+/// merged ahead of its turn waits once its share is full). Merged whole (one group) when
+/// it cannot be cut or is too small to pay.
 pub fn slice_runs(
     schema: &SchemaRef,
     runs: Vec<Vec<DataFile>>,
@@ -186,12 +186,10 @@ pub(crate) fn slice_files(
     let total: u64 = zoned.iter().flatten().map(|(_, zones)| zones.rows()).sum();
     // The files' decoded size bounds the output's.
     let bytes: u64 = zoned.iter().flatten().map(|(file, _)| decoded_bytes(file)).sum();
-    let share = read_ahead_share(threads).max(1) as u64;
-    let slices = threads.max(bytes.div_ceil(share) as usize);
-    // Fewer slices cut fewer zones: take the most whose shared zones stay few.
-    let most = slices.min((total / min_rows.max(1)) as usize);
+    let most = (total / min_rows.max(1)) as usize;
     if let Ok(order) = ZoneOrder::of(&zoned) {
-        for slices in (2..=most).rev() {
+        // Fewer slices cut fewer zones: take the most whose shared zones stay few.
+        for slices in slice_counts(bytes, read_ahead_share(threads) as u64, threads, most) {
             let parts = parts_of(&zoned, key, &order.cuts(slices));
             let decoded: u64 = parts.iter().flatten().flatten().map(part_rows).sum();
             let extra = total * (slices.min(threads) as u64 - 1) / EXTRA_DECODE_PER_THREAD;
@@ -201,6 +199,19 @@ pub(crate) fn slice_files(
         }
     }
     vec![zoned.into_iter().map(|files| files.into_iter().map(|(file, _)| file).collect()).collect()]
+}
+
+/// The numbers of slices worth trying, most first, for files of `bytes` decoded bytes
+/// read on `threads` threads with `share` bytes of read-ahead each, and at most `most`
+/// slices: multiples of `threads`, so that each round of slices keeps every thread busy
+/// (slices hold about as many rows and start in order as threads free up), the first
+/// about as many as make each slice's output fit in its share; then fewer than `threads`.
+pub(crate) fn slice_counts(bytes: u64, share: u64, threads: usize, most: usize) -> Vec<usize> {
+    let per_round = share.max(1) * threads as u64;
+    let rounds = ((bytes + per_round / 2) / per_round).max(1) as usize;
+    let most = most.min(rounds * threads);
+    let whole_rounds = (1..=most / threads).rev().map(|rounds| rounds * threads);
+    whole_rounds.chain((2..threads.min(most + 1)).rev()).collect()
 }
 
 /// The parts of the files each key range between `cuts` reads: per range, per run, the

@@ -13,7 +13,7 @@ use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use proptest::prelude::*;
 
 use crate::files::{parquet_file, run_of_files, DataFile, Side};
-use crate::slices::{part_rows, slice_files, slice_runs_of_at_least};
+use crate::slices::{part_rows, slice_counts, slice_files, slice_runs_of_at_least};
 use crate::{merge, MergeOptions, Run};
 
 /// Parquet files written for a test, removed when it ends (passing or not).
@@ -154,16 +154,23 @@ fn row_group_statistics_cut_when_there_is_no_page_index() {
 }
 
 #[test]
+fn slices_come_in_whole_rounds_of_threads() {
+    // 4.25 shares of output on 2 threads: 2 rounds, then 1; never 5 (the fifth would
+    // merge alone while the other thread idles).
+    assert_eq!(slice_counts(425, 100, 2, 1000), vec![4, 2]);
+    assert_eq!(slice_counts(560, 100, 2, 1000), vec![6, 4, 2]);
+    // Too few rows for a round: fewer slices than threads.
+    assert_eq!(slice_counts(10_000, 100, 8, 5), vec![5, 4, 3, 2]);
+    assert_eq!(slice_counts(0, 100, 3, 1000), vec![3, 2]);
+    assert_eq!(slice_counts(0, 100, 2, 1), Vec::<usize>::new());
+}
+
+#[test]
 fn zones_a_cut_falls_in_are_decoded_once() {
     // Row groups of 40 rows and no page index: every cut falls inside a row group of
     // each run, which the slices on its two sides share.
     let files = Files::new();
-    let runs: Vec<_> = (0..3)
-        .map(|i| {
-            let keys: Vec<i64> = (0..1200).map(|k| k * 3 + i).collect();
-            vec![files.write(int_keys(&keys), i * 10_000, 1200, 40, EnabledStatistics::Chunk)]
-        })
-        .collect();
+    let runs = interleaved_runs(&files, 3, 1200, 40);
     assert_eq!(slices_and_decoded_rows(runs.clone(), 4), (4, 3600));
     assert_eq!(check_slices(runs, 4), 4);
 }
@@ -172,13 +179,19 @@ fn zones_a_cut_falls_in_are_decoded_once() {
 fn zones_too_coarse_to_cut_merge_whole() {
     // One row group a file, no page index: every cut would decode nearly every file twice.
     let files = Files::new();
-    let runs: Vec<_> = (0..4)
-        .map(|i| {
-            let keys: Vec<i64> = (0..1000).map(|k| k * 4 + i).collect();
-            vec![files.write(int_keys(&keys), i * 10_000, 1000, 1000, EnabledStatistics::Chunk)]
-        })
-        .collect();
+    let runs = interleaved_runs(&files, 4, 1000, 1000);
     assert_eq!(check_slices(runs, 2), 1);
+}
+
+/// `runs` runs of a file each, `rows` keys interleaved across them (run `i` holds
+/// `i, i + runs, ...`), in row groups of `group_rows` with no page index.
+fn interleaved_runs(files: &Files, runs: i64, rows: i64, group_rows: usize) -> Vec<Vec<DataFile>> {
+    let run = |i: i64| {
+        let keys: Vec<i64> = (0..rows).map(|k| k * runs + i).collect();
+        let page_rows = rows as usize;
+        vec![files.write(int_keys(&keys), i * 10_000, page_rows, group_rows, EnabledStatistics::Chunk)]
+    };
+    (0..runs).map(run).collect()
 }
 
 #[test]
