@@ -3,6 +3,9 @@ of Parquet files) gives what one thread gives, for any thread count."""
 
 from __future__ import annotations
 
+import threading
+from pathlib import Path
+
 import merge_core as mc
 import merge_core.paimon._write as write
 import numpy as np
@@ -20,12 +23,12 @@ def keys_of(kind: str, numbers: np.ndarray) -> pa.Array:
     return pa.array([f"{'k' * 70}{n:08d}" for n in numbers.tolist()], pa.string())
 
 
-@pytest.mark.parametrize("kind", ["int", "string"])
-def test_a_one_bucket_table_reads_alike_on_any_thread_count(tmp_path, monkeypatch, kind):
-    monkeypatch.setattr(write, "DATA_PAGE_BYTES", 32 << 10)  # pages fine enough to cut this little data
+def one_bucket_table(root, kind: str) -> tuple[mc.Table, list, int]:
+    """A one-bucket table of 5 commits (deletes among them): the table, its rows as
+    sorted (key, value) pairs, and its number of commits."""
     rng = np.random.default_rng(5)
     schema = pa.schema([pa.field("k", pa.int64() if kind == "int" else pa.string(), False), ("v", pa.int64())])
-    table = mc.Table.create(tmp_path / "t", schema, key="k", buckets=1)
+    table = mc.Table.create(root, schema, key="k", buckets=1)
     expected: dict = {}
     commits = [np.arange(ROWS)] + [rng.choice(ROWS + 20_000, 60_000, replace=False) for _ in range(4)]
     for version, numbers in enumerate(commits):
@@ -39,12 +42,17 @@ def test_a_one_bucket_table_reads_alike_on_any_thread_count(tmp_path, monkeypatc
                 expected.pop(k, None)
             else:
                 expected[k] = v
-    reference = sorted(expected.items())
+    return table, sorted(expected.items()), len(commits)
+
+
+@pytest.mark.parametrize("kind", ["int", "string"])
+def test_a_one_bucket_table_reads_alike_on_any_thread_count(tmp_path, monkeypatch, kind):
+    monkeypatch.setattr(write, "DATA_PAGE_BYTES", 32 << 10)  # pages fine enough to cut this little data
+    table, reference, runs = one_bucket_table(tmp_path / "t", kind)
     for threads in (1, 2, 3, 8):
         stream = table.read(threads=threads)
         got = stream.read_all()
         assert list(zip(got["k"].to_pylist(), got["v"].to_pylist(), strict=True)) == reference, threads
-        runs = len(commits)
         # One thread merges the bucket whole; more threads merge it in key ranges.
         assert (stream.stats["runs"] > runs) == (threads > 1), (threads, stream.stats)
 
@@ -72,3 +80,41 @@ def test_a_merge_of_parquet_files_is_alike_on_any_thread_count(tmp_path, kind):
         got = stream.read_all()
         assert list(zip(got["k"].to_pylist(), got["v"].to_pylist(), strict=True)) == reference, threads
         assert (stream.stats["runs"] > len(paths)) == (threads > 1), (threads, stream.stats)
+
+
+@pytest.mark.parametrize("kept", [0.0, 0.6])
+def test_a_cut_read_of_a_damaged_file_fails_and_never_hangs(tmp_path, monkeypatch, kept):
+    """Key ranges share the pages a cut falls in, one waiting while the other decodes
+    them: a file that cannot be decoded (all of it, or past 60% of its bytes) must fail
+    the read on every thread count, not leave a range waiting."""
+    monkeypatch.setattr(write, "DATA_PAGE_BYTES", 32 << 10)
+    table, _, _ = one_bucket_table(tmp_path / "t", "int")
+    files = [Path(f.path) for split in table.plan() for s in split.sections for run in s.runs for f in run]
+    intact = {f: f.read_bytes() for f in files}
+    for threads in (2, 3, 8):
+        stream = table.read(threads=threads)  # planned: the files' footers are read now
+        for f, data in intact.items():
+            f.write_bytes(data[: max(100, int(len(data) * kept))])
+        error = _error_within(stream.read_all, seconds=120)
+        assert isinstance(error, mc.CorruptTableError), (threads, error)
+        for f, data in intact.items():
+            f.write_bytes(data)
+
+
+def _error_within(work, seconds: float) -> Exception | None:
+    """What `work` raises (None if nothing), run on a thread that must end in `seconds`."""
+    outcome: list = []
+
+    def run() -> None:
+        try:
+            work()
+        except Exception as error:
+            outcome.append(error)
+        else:
+            outcome.append(None)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(timeout=seconds)
+    assert not thread.is_alive(), "the read hangs"
+    return outcome[0]

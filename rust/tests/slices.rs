@@ -176,6 +176,49 @@ fn zones_a_cut_falls_in_are_decoded_once() {
 }
 
 #[test]
+fn a_range_that_fails_on_shared_zones_leaves_them_to_the_other() {
+    let files = Files::new();
+    // Row groups of a different size in each run, so that the cut falls inside some.
+    let runs: Vec<_> = (0..3)
+        .map(|i| {
+            let keys: Vec<i64> = (0..1200).map(|k| k * 3 + i).collect();
+            let group_rows = 40 + 7 * i as usize;
+            vec![files.write(int_keys(&keys), i * 10_000, 1200, group_rows, EnabledStatistics::Chunk)]
+        })
+        .collect();
+    let schema = schema_of(&runs[0][0]);
+    let expected = merged(runs.iter().map(|files| run_of_files(schema.clone(), files.clone(), 7)).collect());
+    let mut parts = slice_files(&schema, runs, 0, 2, 1);
+    assert_eq!(parts.len(), 2);
+    // The range above reads the files whose zones it shares from damaged copies (their
+    // footers are known, their pages are gone): it fails while decoding those zones.
+    let shared = parts[1].iter_mut().flatten().filter(|part| part.shared.is_some());
+    let mut damaged = 0;
+    for part in shared {
+        let copy = part.path.with_extension("damaged");
+        std::fs::write(&copy, &std::fs::read(&part.path).unwrap()[..100]).unwrap();
+        part.path = copy;
+        damaged += 1;
+    }
+    assert!(damaged > 0, "no cut falls inside a row group");
+    let runs_of = |runs: Vec<Vec<DataFile>>| -> Vec<Run> {
+        runs.into_iter().map(|files| run_of_files(schema.clone(), files, 7)).collect()
+    };
+    let below = runs_of(parts.remove(0));
+    let failed =
+        merge(runs_of(parts.remove(0)), MergeOptions::new(&["k"])).unwrap().any(|batch| batch.is_err());
+    assert!(failed, "the damaged files read");
+    // The range below now decodes the shared zones itself (on a thread: if it waited
+    // for the failed range, it would wait forever).
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || sender.send(merged(below)));
+    let got =
+        receiver.recv_timeout(std::time::Duration::from_secs(60)).expect("the range below waits forever");
+    assert!(!got.is_empty() && got.len() < expected.len());
+    assert_eq!(got, expected[..got.len()]);
+}
+
+#[test]
 fn zones_too_coarse_to_cut_merge_whole() {
     // One row group a file, no page index: every cut would decode nearly every file twice.
     let files = Files::new();
