@@ -375,14 +375,15 @@ impl Zones {
         for (i, span) in spans.iter().enumerate() {
             let mut range_parts = Vec::new();
             if let Some(span) = span {
-                let below = i.checked_sub(1).and_then(|cut| shared[cut].as_ref());
-                let above = shared.get(i).and_then(Option::as_ref);
-                let end = above.map_or(span.end, |(zones, _)| zones.start);
+                // The zones shared at the range's lower cut, and at its upper one.
+                let at_lower = i.checked_sub(1).and_then(|cut| shared[cut].as_ref());
+                let at_upper = shared.get(i).and_then(Option::as_ref);
+                let end = at_upper.map_or(span.end, |(zones, _)| zones.start);
                 if span.start < end {
-                    let starts_shared = below.map(|(_, zones)| (zones, Side::Above));
+                    let starts_shared = at_lower.map(|(_, zones)| (zones, Side::Above));
                     range_parts.push(part(span.start..end, &ranges[i], starts_shared));
                 }
-                if let Some((zones, shared)) = above {
+                if let Some((zones, shared)) = at_upper {
                     range_parts.push(part(zones.clone(), &ranges[i], Some((shared, Side::Below))));
                 }
             }
