@@ -117,19 +117,16 @@ impl SharedZones {
     /// the zones yet, the claim to decode them.
     fn take_or_claim(self: &Arc<Self>) -> Result<Vec<RecordBatch>, Claim> {
         let mut state = self.lock();
-        loop {
-            match std::mem::replace(&mut *state, Shared::Taken) {
-                Shared::Decoding => {
-                    *state = Shared::Decoding;
-                    state = self.changed.wait(state).unwrap_or_else(|poisoned| poisoned.into_inner());
-                }
-                Shared::Decoded(rows) => return Ok(rows),
-                Shared::Undecoded => {
-                    *state = Shared::Decoding;
-                    return Err(Claim(Some(self.clone())));
-                }
-                Shared::Taken => unreachable!("each side reads its shared zones once"),
+        while matches!(*state, Shared::Decoding) {
+            state = self.changed.wait(state).unwrap_or_else(|poisoned| poisoned.into_inner());
+        }
+        match std::mem::replace(&mut *state, Shared::Decoding) {
+            Shared::Undecoded => Err(Claim(Some(self.clone()))),
+            Shared::Decoded(rows) => {
+                *state = Shared::Taken;
+                Ok(rows)
             }
+            Shared::Decoding | Shared::Taken => unreachable!("each side reads its shared zones once"),
         }
     }
 
@@ -245,17 +242,12 @@ impl FileBatches {
     /// was in the range, or the file is done).
     fn next_in_range(&mut self) -> Result<Option<RecordBatch>, ArrowError> {
         let (file, reader) = self.current.as_mut().expect("a file is open");
-        let batch = match reader.next() {
-            Some(batch) => {
-                batch.map_err(|e| damaged(file, &e.to_string())).and_then(|b| conform(&self.schema, file, b))
-            }
-            None => {
-                self.current = None;
-                self.finish_setting_aside();
-                return Ok(None);
-            }
+        let Some(batch) = reader.next() else {
+            self.current = None;
+            self.finish_setting_aside();
+            return Ok(None);
         };
-        let batch = batch.map_err(external)?;
+        let batch = conform_decoded(&self.schema, file, batch)?;
         let Some(keys) = file.keys.clone() else { return Ok(Some(batch)) };
         let (rows, past) = keys.rows_within(&batch).map_err(external)?;
         if past {
@@ -313,12 +305,18 @@ impl FileBatches {
     /// Every batch of `file`'s rows, whatever its key range.
     fn decode_all(&self, file: &DataFile) -> Result<Vec<RecordBatch>, ArrowError> {
         let reader = open(file, &self.schema, self.batch_size).map_err(external)?;
-        let batches = reader.map(|batch| match batch {
-            Ok(batch) => conform(&self.schema, file, batch),
-            Err(e) => Err(damaged(file, &e.to_string())),
-        });
-        batches.collect::<Result<_, _>>().map_err(external)
+        reader.map(|batch| conform_decoded(&self.schema, file, batch)).collect()
     }
+}
+
+/// A batch as the reader of `file` decoded it, as a batch of the read's schema.
+fn conform_decoded(
+    schema: &SchemaRef,
+    file: &DataFile,
+    batch: Result<RecordBatch, ArrowError>,
+) -> Result<RecordBatch, ArrowError> {
+    let batch = batch.map_err(|e| damaged(file, &e.to_string()));
+    batch.and_then(|batch| conform(schema, file, batch)).map_err(external)
 }
 
 fn external(e: MergeError) -> ArrowError {
