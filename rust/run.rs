@@ -224,14 +224,14 @@ impl<E: KeyEncoder> Runs<E> {
     }
 
     /// Compares the current keys of two live runs; the comparison is counted.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn compare_keys(&mut self, a: usize, b: usize) -> Ordering {
         self.counters.key_comparisons += 1;
         let (x, y) = (self.heads[a].digest, self.heads[b].digest);
         if x != y {
             return x.cmp(&y);
         }
-        if E::Values::DIGEST_IS_KEY {
+        if E::Values::tie_is_equal(x) {
             return Ordering::Equal;
         }
         let (a, b) = (self.loaded(a), self.loaded(b));
@@ -304,7 +304,7 @@ impl<E: KeyEncoder> Runs<E> {
         if self.heads[a].digest != taken_digest {
             return false;
         }
-        if E::Values::DIGEST_IS_KEY {
+        if E::Values::tie_is_equal(taken_digest) {
             return true;
         }
         self.counters.key_comparisons += 1;

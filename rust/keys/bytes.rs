@@ -9,7 +9,7 @@ use arrow_array::{Array, ArrayRef, BinaryViewArray, FixedSizeBinaryArray, Offset
 use arrow_buffer::{Buffer, ScalarBuffer};
 use arrow_schema::DataType;
 
-use super::{byte_prefix, digest_past, shared_len, KeyEncoder, KeyValues, SharedHead};
+use super::{byte_prefix, digest_past, shared_len, tie_is_exact, KeyEncoder, KeyValues, SharedHead};
 use crate::error::{invalid, Result};
 
 /// Offsets and values of a utf8/binary (or large) column: a value is a plain slice.
@@ -44,11 +44,13 @@ impl<O: OffsetSizeTrait> KeyValues for ByteKeys<O> {
 
     #[inline]
     fn compare(&self, i: usize, other: &Self, j: usize) -> Ordering {
-        // Unequal prefixes order the values as the bytes do (see `byte_prefix`); equal ones
-        // say nothing (the values may differ later, or in length).
-        match self.prefixes[i].cmp(&other.prefixes[j]) {
+        // Unequal digests order the values as the bytes do (see `digest_past`); equal ones
+        // settle only short tails (the values may differ later, or in length).
+        let digest = self.prefixes[i];
+        match digest.cmp(&other.prefixes[j]) {
+            Ordering::Equal if tie_is_exact(digest) => Ordering::Equal,
             Ordering::Equal => {
-                let skip = shared_len(self.head_len, self.prefixes[i]);
+                let skip = shared_len(self.head_len, digest);
                 self.value(i)[skip..].cmp(&other.value(j)[skip..])
             }
             unequal => unequal,
@@ -58,6 +60,11 @@ impl<O: OffsetSizeTrait> KeyValues for ByteKeys<O> {
     #[inline]
     fn digest(&self, i: usize) -> u64 {
         self.prefixes[i]
+    }
+
+    #[inline]
+    fn tie_is_equal(digest: u64) -> bool {
+        tie_is_exact(digest)
     }
 }
 
@@ -195,6 +202,8 @@ mod tests {
                             prop_assert_eq!(keys_a.compare(i, keys_b, j), a.cmp(b), "{:?} vs {:?}", a, b);
                             let (da, db) = (keys_a.digest(i), keys_b.digest(j));
                             prop_assert!(da == db || da.cmp(&db) == a.cmp(b), "{:?} vs {:?}", a, b);
+                            let settled = da == db && ByteKeys::<i32>::tie_is_equal(da);
+                            prop_assert!(!settled || a == b, "{:?} vs {:?}", a, b);
                         }
                     }
                 }

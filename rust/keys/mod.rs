@@ -35,9 +35,13 @@ pub(crate) trait KeyValues: Send + 'static {
     /// the keys compare as the digests do. Lets the merge engines settle most
     /// comparisons on one integer kept beside the tree, without touching the batch.
     fn digest(&self, i: usize) -> u64;
-    /// Equal digests mean equal keys (keys of at most 64 bits), so a tie needs no
-    /// [`Self::compare`] either.
-    const DIGEST_IS_KEY: bool = false;
+    /// Whether two keys with this same digest are equal, so that the tie needs no
+    /// [`Self::compare`]: always for keys of at most 64 bits, and for byte keys whose
+    /// bytes past the head all fit in the digest (see [`digest_past`]).
+    #[inline]
+    fn tie_is_equal(_digest: u64) -> bool {
+        false
+    }
 }
 
 /// The first eight bytes of `value` as a big-endian integer, zero-padded. If two
@@ -101,20 +105,17 @@ pub(crate) fn common_prefix_len(a: &[u8], b: &[u8]) -> usize {
     at + a[at..].iter().zip(&b[at..]).take_while(|(x, y)| x == y).count()
 }
 
-/// An order-preserving digest of `value` given the merge's shared `head` (with no head:
-/// [`byte_prefix`]). The top two bits are the band: the value starts with the head (1),
-/// or sorts before (0) or after (2) every value that does. In band 1 the other 62 bits
-/// are the bytes after the head. Outside it they are the position `p` where the value
-/// leaves the head (14 bits) and then 48 bits of the value from `p` on: below the head,
-/// a later departure is a greater value; above it, an earlier one is.
+/// An order-preserving digest of `value` given the merge's shared `head`. The top two
+/// bits are the band: the value starts with the head (1), or sorts before (0) or after
+/// (2) every value that does. In band 1 the other bits are the tail after the head, see
+/// [`tail_digest`]. Outside it they are the position `p` where the value leaves the head
+/// (14 bits) and then 48 bits of the value from `p` on: below the head, a later
+/// departure is a greater value; above it, an earlier one is.
 #[inline]
 pub(crate) fn digest_past(head: &[u8], value: &[u8]) -> u64 {
-    if head.is_empty() {
-        return byte_prefix(value);
-    }
     let p = common_prefix_len(head, value);
     if p == head.len() {
-        return HEAD_BAND | (byte_prefix(&value[p..]) >> 2);
+        return HEAD_BAND | tail_digest(&value[p..]);
     }
     let from_p = byte_prefix(&value[p..]) >> 16;
     // `value` leaves the head at `p`: it ends there or its byte there is the smaller one.
@@ -128,16 +129,38 @@ pub(crate) fn digest_past(head: &[u8], value: &[u8]) -> u64 {
 /// The band of [`digest_past`] for values that start with the head.
 pub(crate) const HEAD_BAND: u64 = 1 << 62;
 
+/// Bytes of a tail a band-1 digest holds.
+const TAIL_BYTES: usize = 7;
+
+/// A tail's first [`TAIL_BYTES`] bytes (zero-padded, as [`byte_prefix`] pads), then its
+/// length up to `TAIL_BYTES + 1` in four bits. Tails that differ in those bytes compare
+/// as the bytes do; with the same bytes, a shorter tail (at most `TAIL_BYTES` long) is a
+/// prefix of the longer and sorts first, as its smaller length says. So equal digests of
+/// tails no longer than `TAIL_BYTES` are equal tails: short keys past a shared head
+/// (`user-000123` past `user-000`) never compare their bytes on a tie.
+#[inline]
+fn tail_digest(tail: &[u8]) -> u64 {
+    let length = tail.len().min(TAIL_BYTES + 1) as u64;
+    ((byte_prefix(tail) >> 8) << 4) | length
+}
+
+/// Whether two values with this same [`digest_past`] are equal: both start with the head
+/// and their tails fit the digest.
+#[inline]
+pub(crate) fn tie_is_exact(digest: u64) -> bool {
+    digest >> 62 == HEAD_BAND >> 62 && digest & 0xF <= TAIL_BYTES as u64
+}
+
 /// How many leading bytes two values with this same digest (from [`digest_past`] with
 /// a head of `head_len` bytes) are known to share, so that comparing them may skip
-/// those: the whole head in band 1, else the head up to where both leave it.
+/// those: the head and the bytes of the tail the digest holds in band 1, else the head
+/// up to where both leave it.
 #[inline]
 pub(crate) fn shared_len(head_len: usize, digest: u64) -> usize {
     let leaves_at = ((digest >> 48) & 0x3FFF) as usize;
-    match (head_len, digest >> 62) {
-        (0, _) => 0,
-        (_, band) if band == HEAD_BAND >> 62 => head_len,
-        (_, 0) => leaves_at,
+    match digest >> 62 {
+        band if band == HEAD_BAND >> 62 => head_len + (digest & 0xF).min(TAIL_BYTES as u64) as usize,
+        0 => leaves_at,
         _ => head_len - leaves_at,
     }
 }
@@ -215,8 +238,10 @@ mod tests {
                     prop_assert!(da == db || da.cmp(&db) == a.cmp(b), "head {:?}: {:?} vs {:?}", head, a, b);
                     let naive = a.iter().zip(b).take_while(|(x, y)| x == y).count();
                     prop_assert_eq!(common_prefix_len(a, b), naive);
-                    // Tied digests may skip what they say both values share.
+                    // Tied digests may skip what they say both values share, and some
+                    // say the values are equal.
                     prop_assert!(da != db || naive >= shared_len(head.len(), da), "{:?} vs {:?}", a, b);
+                    prop_assert!(da != db || !tie_is_exact(da) || a == b, "{:?} vs {:?}", a, b);
                 }
             }
         }

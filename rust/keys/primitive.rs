@@ -14,8 +14,6 @@ use crate::error::Result;
 pub(crate) struct PrimitiveKeys<N: ArrowNativeTypeOp>(ScalarBuffer<N>);
 
 impl<N: Digest> KeyValues for PrimitiveKeys<N> {
-    const DIGEST_IS_KEY: bool = N::EXACT;
-
     fn len(&self) -> usize {
         self.0.len()
     }
@@ -33,6 +31,11 @@ impl<N: Digest> KeyValues for PrimitiveKeys<N> {
     #[inline]
     fn digest(&self, i: usize) -> u64 {
         self.0[i].digest()
+    }
+
+    #[inline]
+    fn tie_is_equal(_digest: u64) -> bool {
+        N::EXACT
     }
 }
 

@@ -10,7 +10,7 @@ use arrow_array::ArrayRef;
 use arrow_row::{RowConverter, Rows, SortField};
 use arrow_schema::DataType;
 
-use super::{digest_past, KeyEncoder, KeyValues, SharedHead};
+use super::{digest_past, tie_is_exact, KeyEncoder, KeyValues, SharedHead};
 use crate::error::Result;
 
 pub(crate) struct RowKeys {
@@ -31,6 +31,11 @@ impl KeyValues for RowKeys {
 
     fn digest(&self, i: usize) -> u64 {
         digest_past(&self.head, self.rows.row(i).as_ref())
+    }
+
+    #[inline]
+    fn tie_is_equal(digest: u64) -> bool {
+        tie_is_exact(digest)
     }
 }
 
