@@ -15,7 +15,7 @@ use std::cmp::Ordering;
 
 use super::MergeEngine;
 use crate::error::Result;
-use crate::keys::KeyEncoder;
+use crate::keys::{KeyEncoder, KeyValues};
 use crate::run::{Group, Runs};
 
 /// An internal node nobody has reached yet (only while the tree is being built).
@@ -25,6 +25,9 @@ const EMPTY: usize = usize::MAX;
 pub(crate) struct LeanTree {
     /// `nodes[0]`: the winner; `nodes[n]` for `n` in `1..k`: the loser of the match there.
     nodes: Vec<usize>,
+    /// The digest of each node's run, read beside it: most matches are settled by the
+    /// two digests, one in the node and the climbing run's in a register.
+    digests: Vec<u64>,
     started: bool,
 }
 
@@ -43,21 +46,39 @@ impl LeanTree {
     #[inline]
     fn replay<E: KeyEncoder>(&mut self, runs: &mut Runs<E>, run: usize) {
         let k = runs.len();
-        let mut winner = run;
+        let (mut winner, mut digest) = (run, runs.digest(run));
         let mut node = (run + k) / 2;
+        let mut settled = 0;
         while node > 0 {
             let parked = self.nodes[node];
             if parked == EMPTY {
-                self.nodes[node] = winner; // building: wait here for the opponent
-                return;
+                // building: wait here for the opponent
+                (self.nodes[node], self.digests[node]) = (winner, digest);
+                break;
             }
-            if Self::before(runs, parked, winner) {
-                self.nodes[node] = winner;
-                winner = parked;
+            let parked_digest = self.digests[node];
+            // A used-up run's digest is the greatest: unequal digests with neither that
+            // one are two live keys, compared.
+            let parked_first = if parked_digest != digest {
+                settled += (parked_digest.max(digest) != u64::MAX) as u64;
+                parked_digest < digest
+            } else if digest != u64::MAX && E::Values::tie_is_equal(digest) {
+                // The same key in two live runs (the usual tie): the versions decide.
+                settled += 1;
+                runs.compare_versions(parked, winner) == Ordering::Less
+            } else {
+                Self::before(runs, parked, winner)
+            };
+            if parked_first {
+                (self.nodes[node], self.digests[node]) = (winner, digest);
+                (winner, digest) = (parked, parked_digest);
             }
             node /= 2;
         }
-        self.nodes[0] = winner;
+        runs.counters.key_comparisons += settled;
+        if node == 0 {
+            self.nodes[0] = winner;
+        }
     }
 
     /// Takes the winner's row (and the rows of its key in the same run) into `group`,
@@ -79,6 +100,7 @@ impl<E: KeyEncoder> MergeEngine<E> for LeanTree {
         if !self.started {
             self.started = true;
             self.nodes = vec![EMPTY; runs.len()];
+            self.digests = vec![0; runs.len()];
             for run in (0..runs.len()).rev() {
                 runs.start(run)?;
                 self.replay(runs, run);

@@ -50,10 +50,23 @@ pub(crate) trait KeyValues: Send + 'static {
 /// the longer one up to there and so sorts first.
 #[inline]
 pub(crate) fn byte_prefix(value: &[u8]) -> u64 {
-    let mut head = [0u8; 8];
-    let n = value.len().min(8);
-    head[..n].copy_from_slice(&value[..n]);
-    u64::from_be_bytes(head)
+    let n = value.len();
+    if let Some(word) = value.first_chunk::<8>() {
+        return u64::from_be_bytes(*word);
+    }
+    // Fewer than eight bytes, read in two overlapping loads (or three single bytes) that
+    // put each byte where it belongs: copying them into a zeroed word and loading that
+    // stalls on the store (a tail past a shared head is often this short).
+    let top = |byte: u8, at: usize| (byte as u64) << (56 - 8 * at);
+    match n {
+        0 => 0,
+        1..=3 => top(value[0], 0) | top(value[n / 2], n / 2) | top(value[n - 1], n - 1),
+        _ => {
+            let first = u32::from_be_bytes(value[..4].try_into().expect("4 bytes")) as u64;
+            let last = u32::from_be_bytes(value[n - 4..].try_into().expect("4 bytes")) as u64;
+            (first << 32) | (last << (64 - 8 * n))
+        }
+    }
 }
 
 /// The bytes every key of a merge is expected to start with, so that digests look past
@@ -225,6 +238,14 @@ mod tests {
     }
 
     proptest! {
+        #[test]
+        fn byte_prefix_is_the_zero_padded_first_eight_bytes(value in prop::collection::vec(any::<u8>(), 0..12)) {
+            let mut padded = [0u8; 8];
+            let n = value.len().min(8);
+            padded[..n].copy_from_slice(&value[..n]);
+            prop_assert_eq!(byte_prefix(&value), u64::from_be_bytes(padded), "{:?}", value);
+        }
+
         /// Unequal digests order values as their bytes do, in and out of the head; equal
         /// ones share their head up to where they leave it.
         #[test]
