@@ -13,8 +13,9 @@ use super::{byte_prefix, digest_past, shared_len, tie_is_exact, KeyEncoder, KeyV
 use crate::error::{invalid, Result};
 
 /// Offsets and values of a utf8/binary (or large) column: a value is a plain slice.
-/// Each value's first eight bytes are also kept as a big-endian integer, so that most
-/// comparisons (keys that differ early, like hashes and UUIDs) are one integer compare.
+/// Each value's digest past the merge's shared head is kept beside it, so that most
+/// comparisons (keys that differ early past the head, like hashes and UUIDs) are one
+/// integer compare, and a tie of short tails needs none of the bytes.
 pub(crate) struct ByteKeys<O: OffsetSizeTrait> {
     offsets: ScalarBuffer<O>,
     values: Buffer,
