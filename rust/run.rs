@@ -250,7 +250,7 @@ impl<E: KeyEncoder> Runs<E> {
     }
 
     /// Compares the versions of the current rows of two live runs (same key).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn compare_versions(&self, a: usize, b: usize) -> Ordering {
         if self.layout.sequence.is_empty() {
             // Two cursors are two runs, and without a sequence the later run is newer.
