@@ -249,6 +249,30 @@ impl<E: KeyEncoder> Runs<E> {
         }
     }
 
+    /// Whether run `a` goes before run `b` in the merge's order (key, then version; a
+    /// used-up run after every live one), given their current digests `x` and `y` as
+    /// [`Self::digest`] gives them, which a caller may keep beside its own structure:
+    /// most calls are settled by the two digests. Only real comparisons count.
+    #[inline(always)]
+    pub(crate) fn goes_before(&mut self, a: usize, x: u64, b: usize, y: u64) -> bool {
+        if x != y {
+            // A used-up run's digest is the greatest: unequal digests with neither that
+            // one are two live keys, compared.
+            self.counters.key_comparisons += (x.max(y) != Head::DONE.digest) as u64;
+            return x < y;
+        }
+        if x != Head::DONE.digest && E::Values::tie_is_equal(x) {
+            // The same key in two live runs (the usual tie): the versions decide.
+            self.counters.key_comparisons += 1;
+            return self.compare_versions(a, b) == Ordering::Less;
+        }
+        match self.compare_live(a, b) {
+            Ordering::Less => true,
+            Ordering::Greater => false,
+            Ordering::Equal => self.compare_versions(a, b) == Ordering::Less,
+        }
+    }
+
     /// Compares the versions of the current rows of two live runs (same key).
     #[inline(always)]
     pub(crate) fn compare_versions(&self, a: usize, b: usize) -> Ordering {

@@ -11,11 +11,9 @@
 //! least (each run's head is its least unread row), and a run that moved on holds a
 //! greater key.
 
-use std::cmp::Ordering;
-
 use super::MergeEngine;
 use crate::error::Result;
-use crate::keys::{KeyEncoder, KeyValues};
+use crate::keys::KeyEncoder;
 use crate::run::{Group, Runs};
 
 /// An internal node nobody has reached yet (only while the tree is being built).
@@ -32,23 +30,12 @@ pub(crate) struct LeanTree {
 }
 
 impl LeanTree {
-    /// Whether run `a` goes before run `b`.
-    #[inline]
-    fn before<E: KeyEncoder>(runs: &mut Runs<E>, a: usize, b: usize) -> bool {
-        match runs.compare_live(a, b) {
-            Ordering::Less => true,
-            Ordering::Greater => false,
-            Ordering::Equal => runs.compare_versions(a, b) == Ordering::Less,
-        }
-    }
-
     /// Lets `run` climb from its leaf, playing the match at each node.
     #[inline]
     fn replay<E: KeyEncoder>(&mut self, runs: &mut Runs<E>, run: usize) {
         let k = runs.len();
         let (mut winner, mut digest) = (run, runs.digest(run));
         let mut node = (run + k) / 2;
-        let mut settled = 0;
         while node > 0 {
             let parked = self.nodes[node];
             if parked == EMPTY {
@@ -57,25 +44,12 @@ impl LeanTree {
                 break;
             }
             let parked_digest = self.digests[node];
-            // A used-up run's digest is the greatest: unequal digests with neither that
-            // one are two live keys, compared.
-            let parked_first = if parked_digest != digest {
-                settled += (parked_digest.max(digest) != u64::MAX) as u64;
-                parked_digest < digest
-            } else if digest != u64::MAX && E::Values::tie_is_equal(digest) {
-                // The same key in two live runs (the usual tie): the versions decide.
-                settled += 1;
-                runs.compare_versions(parked, winner) == Ordering::Less
-            } else {
-                Self::before(runs, parked, winner)
-            };
-            if parked_first {
+            if runs.goes_before(parked, parked_digest, winner, digest) {
                 (self.nodes[node], self.digests[node]) = (winner, digest);
                 (winner, digest) = (parked, parked_digest);
             }
             node /= 2;
         }
-        runs.counters.key_comparisons += settled;
         if node == 0 {
             self.nodes[0] = winner;
         }

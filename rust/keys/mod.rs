@@ -161,7 +161,13 @@ fn tail_digest(tail: &[u8]) -> u64 {
 /// and their tails fit the digest.
 #[inline]
 pub(crate) fn tie_is_exact(digest: u64) -> bool {
-    digest >> 62 == HEAD_BAND >> 62 && digest & 0xF <= TAIL_BYTES as u64
+    digest >> 62 == HEAD_BAND >> 62 && tail_length(digest) <= TAIL_BYTES
+}
+
+/// The length field of a band-1 digest (see [`tail_digest`]).
+#[inline]
+fn tail_length(digest: u64) -> usize {
+    (digest & 0xF) as usize
 }
 
 /// How many leading bytes two values with this same digest (from [`digest_past`] with
@@ -172,7 +178,7 @@ pub(crate) fn tie_is_exact(digest: u64) -> bool {
 pub(crate) fn shared_len(head_len: usize, digest: u64) -> usize {
     let leaves_at = ((digest >> 48) & 0x3FFF) as usize;
     match digest >> 62 {
-        band if band == HEAD_BAND >> 62 => head_len + (digest & 0xF).min(TAIL_BYTES as u64) as usize,
+        band if band == HEAD_BAND >> 62 => head_len + tail_length(digest).min(TAIL_BYTES),
         0 => leaves_at,
         _ => head_len - leaves_at,
     }
