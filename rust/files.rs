@@ -369,10 +369,32 @@ fn decode<T: ChunkReader + 'static>(
     let mut builder = builder.with_projection(mask).with_batch_size(batch_size);
     if !file.deleted.is_empty() || file.rows.is_some() {
         let wanted = file.rows.clone().unwrap_or(0..rows);
-        builder = builder
-            .with_row_selection(selection(&file.deleted, wanted, rows).map_err(|e| damaged(file, &e))?);
+        let mut chosen = selection(&file.deleted, wanted.clone(), rows).map_err(|e| damaged(file, &e))?;
+        // Only the row groups holding wanted rows: the reader opens every listed group's
+        // column chunks (a codec each), even those its selection skips whole.
+        let group_rows = builder.metadata().row_groups().iter().map(|g| g.num_rows() as u64);
+        let (groups, span) = row_groups_holding(group_rows, &wanted);
+        chosen.split_off(span.start as usize);
+        builder = builder.with_row_groups(groups).with_row_selection(chosen.split_off((span.end - span.start) as usize));
     }
     builder.build().map_err(|e| damaged(file, &e.to_string()))
+}
+
+/// The row groups (of these sizes, in order) holding any of the `wanted` rows, and the
+/// rows they span.
+fn row_groups_holding(group_rows: impl Iterator<Item = u64>, wanted: &Range<u64>) -> (Vec<usize>, Range<u64>) {
+    let mut groups = Vec::new();
+    let mut span: Option<Range<u64>> = None;
+    let mut start = 0;
+    for (i, rows) in group_rows.enumerate() {
+        let end = start + rows;
+        if start.max(wanted.start) < end.min(wanted.end) {
+            groups.push(i);
+            span = Some(span.map_or(start, |s| s.start)..end);
+        }
+        start = end;
+    }
+    (groups, span.unwrap_or(0..0))
 }
 
 /// The rows to read of a file of `rows` rows: those in `wanted` but the `deleted` positions.
@@ -464,6 +486,16 @@ mod tests {
         std::thread::sleep(std::time::Duration::from_millis(50));
         drop(claim); // as when decoding fails
         assert_eq!(other.join().unwrap(), Err(()), "the waiting side must get the claim");
+    }
+
+    #[test]
+    fn row_groups_holding_keeps_those_overlapping_the_wanted_rows() {
+        let holding = |wanted: Range<u64>| row_groups_holding([4u64, 0, 3, 5].into_iter(), &wanted);
+        assert_eq!(holding(0..12), (vec![0, 2, 3], 0..12));
+        assert_eq!(holding(4..7), (vec![2], 4..7));
+        assert_eq!(holding(3..5), (vec![0, 2], 0..7));
+        assert_eq!(holding(6..8), (vec![2, 3], 4..12));
+        assert_eq!(holding(5..5), (vec![], 0..0));
     }
 
     #[test]
