@@ -375,14 +375,19 @@ fn decode<T: ChunkReader + 'static>(
         let group_rows = builder.metadata().row_groups().iter().map(|g| g.num_rows() as u64);
         let (groups, span) = row_groups_holding(group_rows, &wanted);
         chosen.split_off(span.start as usize);
-        builder = builder.with_row_groups(groups).with_row_selection(chosen.split_off((span.end - span.start) as usize));
+        builder = builder
+            .with_row_groups(groups)
+            .with_row_selection(chosen.split_off((span.end - span.start) as usize));
     }
     builder.build().map_err(|e| damaged(file, &e.to_string()))
 }
 
 /// The row groups (of these sizes, in order) holding any of the `wanted` rows, and the
 /// rows they span.
-fn row_groups_holding(group_rows: impl Iterator<Item = u64>, wanted: &Range<u64>) -> (Vec<usize>, Range<u64>) {
+fn row_groups_holding(
+    group_rows: impl Iterator<Item = u64>,
+    wanted: &Range<u64>,
+) -> (Vec<usize>, Range<u64>) {
     let mut groups = Vec::new();
     let mut span: Option<Range<u64>> = None;
     let mut start = 0;
