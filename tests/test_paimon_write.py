@@ -14,6 +14,7 @@ from unittest import mock
 import merge_core as mc
 import merge_core.paimon._write as write
 import oracle
+import parquet_pages
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -364,3 +365,33 @@ def test_version_index_continues_across_batches():
     assert _version_index(batch, ["a", "b"], (0, "x"), 2).tolist() == [0, 1, 0, 1, 0, 0]
     assert _version_index(batch.slice(0, 1), ["a"], (2,), 0).tolist() == [0], "a different key"
     assert _version_index(batch.slice(0, 1), ["a"], (1,), 0).tolist() == [1]
+
+
+@pytest.mark.parametrize("width", [8, 4096])
+def test_every_column_of_a_data_file_has_its_pages_at_the_same_rows(tmp_path, width):
+    """A read cut into key ranges shares the pages around each cut between the cut's two
+    ranges, for every column, only when all columns' pages start at the same rows. The
+    page headers (read by an independent walker) say they do, in pages of PAGE_ROWS
+    rows, or of fewer when values are wide (no page much over PAGE_BYTES)."""
+    rows = 50_000 if width == 8 else 2_000
+    schema = pa.schema([pa.field("k", pa.int64(), False), ("tiny", pa.int8()), ("text", pa.string())])
+    table = mc.Table.create(tmp_path / "t", schema, key="k", buckets=1)
+    numbers = list(range(rows))
+    text = pa.array([f"{i:0{width}d}" for i in numbers])
+    table.write(
+        pa.table(
+            {"k": pa.array(numbers, pa.int64()), "tiny": pa.array([i % 3 for i in numbers], pa.int8()), "text": text}
+        )
+    )
+    [data_file] = table.files()
+    path = tmp_path / "t" / data_file["path"]
+    metadata = pq.ParquetFile(path).metadata
+    for group in range(metadata.num_row_groups):
+        pages = [parquet_pages.data_page_rows(path, group, c) for c in range(metadata.num_columns)]
+        assert metadata.num_columns >= 5 and all(p == pages[0] for p in pages), pages
+        size, *_ = pages[0]
+        assert all(n == size for n in pages[0][:-1]) and 0 < pages[0][-1] <= size, pages[0]
+        if width == 8:
+            assert size == write.PAGE_ROWS
+        else:
+            assert size < write.PAGE_ROWS and size * width <= write.PAGE_BYTES, size

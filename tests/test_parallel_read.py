@@ -47,7 +47,7 @@ def one_bucket_table(root, kind: str) -> tuple[mc.Table, list, int]:
 
 @pytest.mark.parametrize("kind", ["int", "string"])
 def test_a_one_bucket_table_reads_alike_on_any_thread_count(tmp_path, monkeypatch, kind):
-    monkeypatch.setattr(write, "DATA_PAGE_BYTES", 32 << 10)  # pages fine enough to cut this little data
+    monkeypatch.setattr(write, "PAGE_ROWS", 2048)  # pages fine enough to cut this little data
     table, reference, runs = one_bucket_table(tmp_path / "t", kind)
     for threads in (1, 2, 3, 8):
         stream = table.read(threads=threads)
@@ -87,7 +87,7 @@ def test_a_cut_read_of_a_damaged_file_fails_and_never_hangs(tmp_path, monkeypatc
     """Key ranges share the pages a cut falls in, one waiting while the other decodes
     them: a file that cannot be decoded (all of it, or past 60% of its bytes) must fail
     the read on every thread count, not leave a range waiting."""
-    monkeypatch.setattr(write, "DATA_PAGE_BYTES", 32 << 10)
+    monkeypatch.setattr(write, "PAGE_ROWS", 2048)
     table, _, _ = one_bucket_table(tmp_path / "t", "int")
     files = [Path(f.path) for split in table.plan() for s in split.sections for run in s.runs for f in run]
     intact = {f: f.read_bytes() for f in files}

@@ -46,7 +46,18 @@ KIND_NAMES = ["+I", "-U", "+U", "-D"]  # (Python lists: an Arrow array made at i
 RETRACT_CODES = [1, 3]
 SORT_BATCH_ROWS = 64 * 1024
 ROW_GROUP_ROWS = 128 * 1024
-DATA_PAGE_BYTES = 256 << 10  # a quarter of pyarrow's default (see _open)
+PAGE_ROWS = 8 * 1024  # rows in each data page, the same in every column (see _open)
+PAGE_BYTES = 1 << 20  # fewer rows when the widest column would make pages larger (pyarrow's default)
+
+
+def page_rows(table: pa.Table) -> int:
+    """Rows per data page for a file that starts with ``table``: ``PAGE_ROWS``, halved
+    while a page of its widest column (by average value size) would pass ``PAGE_BYTES``."""
+    widest = max((column.nbytes for column in table.columns), default=0) / max(table.num_rows, 1)
+    rows = PAGE_ROWS
+    while rows > 64 and rows * widest > PAGE_BYTES:
+        rows //= 2
+    return rows
 
 
 class TableWrite:
@@ -346,11 +357,12 @@ class DataFileWriter:
         if before is not None:
             before.result()
         try:
-            self._open().write_table(table, row_group_size=max(table.num_rows, 1))
+            self._open(table).write_table(table, row_group_size=max(table.num_rows, 1))
         except OSError as e:
             raise TableIOError(f"writing data file {self.path} failed: {e}") from e
 
-    def _open(self) -> pq.ParquetWriter:
+    def _open(self, first: pa.Table) -> pq.ParquetWriter:
+        """The file's writer, opened for a file starting with the rows of ``first``."""
         if self._writer is not None:
             return self._writer
         compression = self.schema.options.get("file.compression", "zstd")
@@ -365,10 +377,13 @@ class DataFileWriter:
                 compression_level=1 if compression == "zstd" else None,
                 use_dictionary=_dictionary_columns(self.schema, self.file_schema),
                 # Each page's key range: a read cuts a bucket into key ranges by it
-                # (merged in parallel) and decodes of each file only the range's pages;
-                # smaller pages make a cut decode fewer rows twice.
+                # (merged in parallel) and decodes of each file only the range's pages.
                 write_page_index=True,
-                data_page_size=DATA_PAGE_BYTES,
+                # Pages of the same rows in every column: the two ranges of a cut share
+                # the key's pages around it, and so every column's. (pyarrow ends a page
+                # after a write batch that fills data_page_size: at 1 byte, every batch.)
+                write_batch_size=page_rows(first),
+                data_page_size=1,
             )
         except OSError as e:
             self._remove()
@@ -390,7 +405,7 @@ class DataFileWriter:
         try:
             if encoded is not None:
                 encoded.result()
-            self._open().close()
+            self._open(self.file_schema.empty_table()).close()
             size = self._size()
         except OSError as e:
             self._remove()
