@@ -50,7 +50,8 @@ class _Compact:
         if kind in (9, 10):
             head = self.byte()
             size = head >> 4 if head >> 4 != 15 else self.varint()
-            return [self.value(head & 0x0F) if head & 0x0F not in (1, 2) else self.byte() == 1 for _ in range(size)]
+            element = head & 0x0F  # booleans in a list take a byte each
+            return [self.byte() == 1 if element in (1, 2) else self.value(element) for _ in range(size)]
         if kind == 11:
             size = self.varint()
             types = self.byte() if size else 0
