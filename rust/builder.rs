@@ -243,6 +243,16 @@ impl OutputBuilder {
     /// Builds a batch of the first `n` pending rows.
     pub(crate) fn build(&mut self, n: usize, store: &BatchStore) -> Result<RecordBatch> {
         let (whole, kinds) = (&self.rows[..n], &self.kinds[..n]);
+        let rules: Vec<NewestRule> = self
+            .sinks
+            .iter()
+            .filter_map(|sink| match sink {
+                Sink::Newest { rule, .. } => Some(*rule),
+                _ => None,
+            })
+            .collect();
+        let ends = if rules.is_empty() { &[][..] } else { &self.candidate_ends[..n] };
+        let mut newest = pick_newest(store, &rules, &self.candidates, ends).into_iter();
         let built = self
             .sinks
             .iter_mut()
@@ -256,9 +266,8 @@ impl OutputBuilder {
                         rows.drain(..n);
                         column?
                     }
-                    Sink::Newest { rule, fixed } => {
-                        let ends = &self.candidate_ends[..n];
-                        let mut picked = pick_newest(store, *rule, &self.candidates, ends);
+                    Sink::Newest { fixed, .. } => {
+                        let mut picked = newest.next().expect("a pick for every newest column");
                         let built = fixed.iter().take_while(|(row, _)| *row < n).count();
                         for (row, source) in fixed.drain(..built) {
                             picked[row] = source;
@@ -311,43 +320,63 @@ impl OutputBuilder {
     }
 }
 
-/// For each row (its candidates end at `ends[i]`), the newest candidate `rule` accepts,
-/// or the null row: Paimon's last_value / last_non_null_value, read from the newest end.
-/// The newest counted version decides; a retract there clears the value, and a skipped
-/// null neither sets nor clears it. Each stored batch's null bits and row kinds are
-/// looked up once per batch built.
-fn pick_newest(store: &BatchStore, rule: NewestRule, candidates: &[Index], ends: &[usize]) -> Vec<Index> {
+/// For each rule (a column) and each row (its candidates end at `ends[i]`), the newest
+/// candidate the rule accepts, or the null row: Paimon's last_value /
+/// last_non_null_value, read from the newest end. The newest counted version decides; a
+/// retract there clears the value, and a skipped null neither sets nor clears it. All
+/// columns are picked in one pass over the candidates, each stored batch's null bits and
+/// row kinds looked up once per batch built.
+fn pick_newest(
+    store: &BatchStore,
+    rules: &[NewestRule],
+    candidates: &[Index],
+    ends: &[usize],
+) -> Vec<Vec<Index>> {
+    let mut picked: Vec<Vec<Index>> = rules.iter().map(|_| Vec::with_capacity(ends.len())).collect();
+    if rules.is_empty() {
+        return picked;
+    }
     let null = index(store.null_row());
-    // A released slot is never read: no candidate points there.
-    let batches: Vec<_> = (0..store.len() as u32)
-        .map(|id| match store.slot(id) {
-            Some(stored) => {
-                (stored.views.get(rule.slot).map(|v| v.nulls()), stored.versions.kinds_with_retracts())
-            }
-            None => (None, None),
-        })
-        .collect();
+    // Per stored batch: its row kinds (if some row retracts), then each rule's null bits,
+    // `None` where the batch has no views (the null row: null everywhere). A released
+    // slot is never read: no candidate points there.
+    let mut kinds = Vec::with_capacity(store.len());
+    let mut nulls = Vec::with_capacity(store.len() * rules.len());
+    for id in 0..store.len() as u32 {
+        let stored = store.slot(id);
+        kinds.push(stored.and_then(|s| s.versions.kinds_with_retracts()));
+        let views = stored.map_or(&[][..], |s| &s.views[..]);
+        nulls.extend(rules.iter().map(|rule| views.get(rule.slot).map(|v| v.nulls())));
+    }
+    let is_retract = |(batch, row): Index| kinds[batch].is_some_and(|k: &[RowKind]| k[row].is_retract());
     let mut start = 0;
-    ends.iter()
-        .map(|&end| {
-            let rows = &candidates[start..end];
-            start = end;
-            for &(batch, row) in rows.iter().rev() {
-                let (nulls, kinds) = batches[batch];
-                let retract = kinds.is_some_and(|k| k[row].is_retract());
-                if retract && rule.skip_retracts {
-                    continue;
-                }
-                // A batch without the view is the null row: null everywhere.
-                let is_null = nulls.is_none_or(|n| n.is_some_and(|n| n.is_null(row)));
-                if is_null && rule.skip_nulls {
-                    continue;
-                }
-                return if retract { null } else { (batch, row) };
+    for &end in ends {
+        let rows = &candidates[start..end];
+        start = end;
+        // A single add is every column's pick: its own value, or its own null.
+        if let [only] = rows {
+            if !is_retract(*only) {
+                picked.iter_mut().for_each(|p| p.push(*only));
+                continue;
             }
-            null
-        })
-        .collect()
+        }
+        for (r, (rule, picked)) in rules.iter().zip(&mut picked).enumerate() {
+            let newest = rows.iter().rev().find_map(|&(batch, row)| {
+                let retract = is_retract((batch, row));
+                if retract && rule.skip_retracts {
+                    return None;
+                }
+                let is_null =
+                    nulls[batch * rules.len() + r].is_none_or(|n| n.is_some_and(|n| n.is_null(row)));
+                if is_null && rule.skip_nulls {
+                    return None;
+                }
+                Some(if retract { null } else { (batch, row) })
+            });
+            picked.push(newest.unwrap_or(null));
+        }
+    }
+    picked
 }
 
 /// Most bytes of values a string or binary array with 32-bit offsets can hold.

@@ -103,8 +103,10 @@ impl SharedHead {
 pub(crate) fn common_prefix_len(a: &[u8], b: &[u8]) -> usize {
     let n = a.len().min(b.len());
     let (a, b) = (&a[..n], &b[..n]);
-    if a == b {
-        return n; // the usual case for shared heads: one memcmp
+    // The usual case for long shared heads: one memcmp. Short ones (often none at all,
+    // for hashes and UUIDs) are cheaper compared inline than through a call.
+    if n >= 16 && a == b {
+        return n;
     }
     let mut at = 0;
     for (x, y) in a.chunks_exact(8).zip(b.chunks_exact(8)) {
