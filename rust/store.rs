@@ -133,6 +133,11 @@ impl BatchStore {
         self.get(r.batch).versions.kind(r.row as usize)
     }
 
+    /// Whether `r` is a retract (`-U` or `-D`).
+    pub(crate) fn is_retract(&self, r: RowRef) -> bool {
+        self.get(r.batch).versions.is_retract(r.row as usize)
+    }
+
     pub(crate) fn version(&self, r: RowRef) -> Version<'_> {
         let stored = self.get(r.batch);
         Version {

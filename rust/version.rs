@@ -168,6 +168,13 @@ impl BatchVersions {
         self.kinds.as_ref().map_or(RowKind::Insert, |k| k[row])
     }
 
+    /// Whether `row` is a retract; a batch without any answers from its flag alone,
+    /// without reading the row's kind.
+    #[inline]
+    pub(crate) fn is_retract(&self, row: usize) -> bool {
+        self.kinds_with_retracts().is_some_and(|k| k[row].is_retract())
+    }
+
     /// Every row's kind, if some row is a retract (`None`: every row is an add).
     pub(crate) fn kinds_with_retracts(&self) -> Option<&[RowKind]> {
         self.kinds.as_deref().filter(|_| self.any_retract)
@@ -209,8 +216,8 @@ pub(crate) fn compare_versions(a: Version<'_>, b: Version<'_>) -> Ordering {
         }
         if va.sequence.len() > order.user_fields {
             // Equal system sequence numbers: a retract before an add (`false` sorts first).
-            let add_a = !va.kind(a.row).is_retract();
-            let add_b = !vb.kind(b.row).is_retract();
+            let add_a = !va.is_retract(a.row);
+            let add_b = !vb.is_retract(b.row);
             if add_a != add_b {
                 return add_a.cmp(&add_b);
             }

@@ -149,7 +149,7 @@ impl Aggregator {
     /// Folds two versions or more (after `ignore_delete`) into one row.
     pub(crate) fn fold(&self, rows: &[RowRef], store: &BatchStore, out: &mut OutputBuilder) -> Result<()> {
         let newest = *rows.last().expect("two versions or more");
-        let all_adds = !self.has_row_kinds || rows.iter().all(|&r| !store.kind(r).is_retract());
+        let all_adds = !self.has_row_kinds || rows.iter().all(|&r| !store.is_retract(r));
         if all_adds && self.paths == Paths::Fast {
             out.push(newest, RowKind::Insert);
             out.candidates(rows);
@@ -173,7 +173,7 @@ impl Aggregator {
                     states.iter_mut().for_each(|s| s.acc = Acc::Row(r));
                     continue;
                 }
-                let retract = store.kind(r).is_retract();
+                let retract = store.is_retract(r);
                 for (c, state) in self.columns.iter().zip(&mut states) {
                     let cx = cx(store, c.index, c.slot);
                     let step = match retract {

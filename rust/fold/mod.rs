@@ -314,7 +314,7 @@ impl Folder {
                 Ok(())
             }
             (Engine::Deduplicate | Engine::FirstRow, &[single]) if !self.ignore_delete => {
-                match store.kind(single).is_retract() {
+                match store.is_retract(single) {
                     false => out.push(single, RowKind::Insert),
                     true if self.keep_deletes => out.push(single, RowKind::Delete),
                     true => {}
@@ -328,8 +328,8 @@ impl Folder {
     #[inline(never)]
     fn fold_group(&self, group: &[RowRef], store: &BatchStore, out: &mut OutputBuilder) -> Result<()> {
         let adds: Vec<RowRef>;
-        let rows = if self.ignore_delete && group.iter().any(|&r| store.kind(r).is_retract()) {
-            adds = group.iter().copied().filter(|&r| !store.kind(r).is_retract()).collect();
+        let rows = if self.ignore_delete && group.iter().any(|&r| store.is_retract(r)) {
+            adds = group.iter().copied().filter(|&r| !store.is_retract(r)).collect();
             &adds[..]
         } else {
             group
@@ -343,8 +343,7 @@ impl Folder {
 
     /// A key's only version, untouched: output as it is if it is an add.
     fn pass_through(&self, row: RowRef, store: &BatchStore, out: &mut OutputBuilder) -> Result<()> {
-        let kind = store.kind(row);
-        if kind.is_retract() {
+        if store.is_retract(row) {
             if self.keep_deletes {
                 out.push(row, RowKind::Delete);
             }
@@ -363,7 +362,7 @@ impl Folder {
             Engine::None => unreachable!("handled by fold"),
             Engine::Deduplicate => {
                 let newest = *rows.last().expect("two versions or more");
-                if !store.kind(newest).is_retract() {
+                if !store.is_retract(newest) {
                     out.push(newest, RowKind::Insert);
                 } else if self.keep_deletes {
                     out.push(newest, RowKind::Delete);
@@ -371,7 +370,7 @@ impl Folder {
                 Ok(())
             }
             Engine::FirstRow => {
-                if let Some(&r) = rows.iter().find(|&&r| store.kind(r).is_retract()) {
+                if let Some(&r) = rows.iter().find(|&&r| store.is_retract(r)) {
                     return Err(invalid!(
                         "{}: merge function 'first-row' cannot take a retract ({}) among several versions of \
                          a key; set ignore_delete=True to drop retracts (Paimon: 'ignore-delete')",

@@ -207,7 +207,7 @@ impl PartialUpdater {
     /// Folds two versions or more (after `ignore_delete`) into one row.
     pub(crate) fn fold(&self, rows: &[RowRef], store: &BatchStore, out: &mut OutputBuilder) -> Result<()> {
         let newest = *rows.last().expect("two versions or more");
-        let all_adds = !self.has_row_kinds || rows.iter().all(|&r| !store.kind(r).is_retract());
+        let all_adds = !self.has_row_kinds || rows.iter().all(|&r| !store.is_retract(r));
         if self.newest_sinks && all_adds {
             out.push(newest, RowKind::Insert);
             out.candidates(rows);
@@ -219,7 +219,7 @@ impl PartialUpdater {
         let mut deleted = false;
         for &r in rows {
             deleted = false;
-            if !store.kind(r).is_retract() {
+            if !store.is_retract(r) {
                 match self.groups.is_empty() {
                     true => self.update_non_null(&mut row, r, store),
                     false => self.update_with_groups(&mut row, r, store)?,

@@ -88,18 +88,16 @@ impl<O: OffsetSizeTrait> KeyEncoder for ByteEncoder<O> {
         let offsets: ScalarBuffer<O> =
             ScalarBuffer::new(data.buffers()[0].clone(), data.offset(), data.len() + 1);
         let values = data.buffers()[1].clone();
-        let value = |w: &[O]| values.as_slice().get(w[0].as_usize()..w[1].as_usize());
-        // A malformed value is left out of the head here and refused just below.
-        let head = self.head.learn(offsets.windows(2).filter_map(value));
-        // Every value's range is checked once here, so that comparisons need not.
-        let prefixes = offsets
-            .windows(2)
-            .map(|w| {
-                value(w).map(|v| digest_past(head, v)).ok_or_else(|| {
-                    invalid!("a key column's offsets point outside its values: the array is malformed")
-                })
-            })
-            .collect::<Result<_>>()?;
+        // Every value's range is checked once here, so that comparisons need not: offsets
+        // that start inside the values, never decrease and end inside them.
+        let in_range = |o: &O| o.as_usize() <= values.len();
+        let ordered = offsets.windows(2).all(|w| w[0] <= w[1]);
+        if !(ordered && offsets.first().is_some_and(in_range) && offsets.last().is_some_and(in_range)) {
+            return Err(invalid!("a key column's offsets point outside its values: the array is malformed"));
+        }
+        let value = |w: &[O]| &values.as_slice()[w[0].as_usize()..w[1].as_usize()];
+        let head = self.head.learn(offsets.windows(2).map(value));
+        let prefixes = offsets.windows(2).map(|w| digest_past(head, value(w))).collect();
         let head_len = head.len();
         Ok(ByteKeys { offsets, values, prefixes, head_len })
     }

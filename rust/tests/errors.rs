@@ -134,21 +134,23 @@ fn a_null_in_a_column_declared_not_nullable_is_refused() {
     assert!(msg.contains("run 0, batch 0") && msg.contains("null in column 'v'"), "{msg}");
 }
 
-/// Offsets past the values buffer (an array no arrow constructor would build, but a C
-/// stream can deliver) are an input error, not a read out of bounds.
+/// Offsets past the values buffer, or going backwards (arrays no arrow constructor would
+/// build, but a C stream can deliver), are an input error, not a read out of bounds.
 #[test]
 fn malformed_string_offsets_are_refused() {
     use arrow_buffer::{Buffer, ScalarBuffer};
     let schema = Arc::new(Schema::new(vec![Field::new("k", DataType::Utf8, false)]));
-    let offsets = ScalarBuffer::<i32>::from(vec![0, 1, 64]).into_inner();
-    let data = arrow_data::ArrayData::builder(DataType::Utf8)
-        .len(2)
-        .add_buffer(offsets)
-        .add_buffer(Buffer::from(b"ab".as_slice()));
-    // SAFETY: deliberately malformed (offset 64 > 2 bytes of values), as a foreign
-    // producer could send it; merge-core must check before slicing.
-    let data = unsafe { data.build_unchecked() };
-    let batch = RecordBatch::try_new(schema.clone(), vec![arrow_array::make_array(data)]).unwrap();
-    let msg = error_of(vec![Run::from_batches(schema, vec![batch])], MergeOptions::new(&["k"]));
-    assert!(msg.contains("offsets point outside"), "{msg}");
+    for bad in [vec![0, 1, 64], vec![0, 2, 1], vec![-1, 0, 1]] {
+        let offsets = ScalarBuffer::<i32>::from(bad.clone()).into_inner();
+        let data = arrow_data::ArrayData::builder(DataType::Utf8)
+            .len(2)
+            .add_buffer(offsets)
+            .add_buffer(Buffer::from(b"ab".as_slice()));
+        // SAFETY: deliberately malformed, as a foreign producer could send it; merge-core
+        // must check before slicing.
+        let data = unsafe { data.build_unchecked() };
+        let batch = RecordBatch::try_new(schema.clone(), vec![arrow_array::make_array(data)]).unwrap();
+        let msg = error_of(vec![Run::from_batches(schema.clone(), vec![batch])], MergeOptions::new(&["k"]));
+        assert!(msg.contains("offsets point outside"), "{bad:?}: {msg}");
+    }
 }
