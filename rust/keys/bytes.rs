@@ -173,11 +173,16 @@ mod tests {
 
     use super::*;
 
-    /// Byte strings over a few bytes (zeros equal the padding) that often share a head.
+    /// Byte strings over a few bytes (zeros equal the padding) that often share a head,
+    /// with tails from empty to several words past what a digest holds.
     fn values() -> impl Strategy<Value = Vec<Vec<u8>>> {
         let byte = prop::sample::select(vec![0u8, 1, 7, 255]);
-        let value = (0..12usize, prop::collection::vec(byte, 0..12))
-            .prop_map(|(shared, tail)| [vec![7u8; shared], tail].concat());
+        let tail = prop_oneof![
+            prop::collection::vec(byte.clone(), 0..12),
+            (20..40usize, prop::collection::vec(byte, 0..4))
+                .prop_map(|(n, end)| [vec![7u8; n], end].concat()),
+        ];
+        let value = (0..12usize, tail).prop_map(|(shared, tail)| [vec![7u8; shared], tail].concat());
         prop::collection::vec(value, 1..24)
     }
 
