@@ -8,10 +8,12 @@
 //! - `Gather`: a row of its own per output row (first/min/max, sequence columns); the
 //!   store's null row stands for a null result;
 //! - `Newest`: the newest usable value among the output row's *candidates* (the key's
-//!   versions, handed over once per row). Picked column by column when the batch is
-//!   built, so a fold of many such columns (partial-update, last_non_null_value) costs
-//!   one hand-over per key instead of one search per column;
-//!   A fold that decides a row's value itself (the general path) fixes it instead;
+//!   versions, handed over once per row). Picked for every such column in one pass
+//!   over the candidates when the batch is built, so a fold of many such columns
+//!   (partial-update, last_non_null_value) costs one hand-over per key instead of one
+//!   search per column, and a key's single add is every column's pick without a look
+//!   at its nulls. A fold that decides a row's value itself (the general path) fixes it
+//!   instead;
 //! - `Computed`: a value the fold computed (sum, product, listagg, bool_and/or);
 //! - `Items`: lists or maps assembled from stored elements or entries (collect, merge_map);
 //! - `RowKind`: the output row kind, written in the input's representation;
