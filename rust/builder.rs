@@ -325,9 +325,11 @@ impl OutputBuilder {
 /// For each rule (a column) and each row (its candidates end at `ends[i]`), the newest
 /// candidate the rule accepts, or the null row: Paimon's last_value /
 /// last_non_null_value, read from the newest end. The newest counted version decides; a
-/// retract there clears the value, and a skipped null neither sets nor clears it. All
-/// columns are picked in one pass over the candidates, each stored batch's null bits and
-/// row kinds looked up once per batch built.
+/// retract there clears the value, and a skipped null neither sets nor clears it. A row
+/// whose only candidate is an add picks it in every column, also where its value is a
+/// null the rule would skip: the pick is null either way. All columns are picked in one
+/// pass over the candidates, each stored batch's null bits and row kinds looked up once
+/// per batch built.
 fn pick_newest(
     store: &BatchStore,
     rules: &[NewestRule],

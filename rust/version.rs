@@ -168,7 +168,7 @@ impl BatchVersions {
         self.kinds.as_ref().map_or(RowKind::Insert, |k| k[row])
     }
 
-    /// Whether `row` is a retract; a batch without any answers from its flag alone,
+    /// Whether `row` is a retract; a batch without any retract answers from its flag,
     /// without reading the row's kind.
     #[inline]
     pub(crate) fn is_retract(&self, row: usize) -> bool {

@@ -89,7 +89,8 @@ impl<O: OffsetSizeTrait> KeyEncoder for ByteEncoder<O> {
             ScalarBuffer::new(data.buffers()[0].clone(), data.offset(), data.len() + 1);
         let values = data.buffers()[1].clone();
         // Every value's range is checked once here, so that comparisons need not: offsets
-        // that start inside the values, never decrease and end inside them.
+        // that never decrease, from a first one that is not negative (a negative one is
+        // huge as a usize) to a last one inside the values.
         let in_range = |o: &O| o.as_usize() <= values.len();
         let ordered = offsets.windows(2).all(|w| w[0] <= w[1]);
         if !(ordered && offsets.first().is_some_and(in_range) && offsets.last().is_some_and(in_range)) {
