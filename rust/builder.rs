@@ -253,8 +253,12 @@ impl OutputBuilder {
                 _ => None,
             })
             .collect();
-        let ends = if rules.is_empty() { &[][..] } else { &self.candidate_ends[..n] };
-        let mut newest = pick_newest(store, &rules, &self.candidates, ends).into_iter();
+        // Candidates are kept only when some column is `Newest`.
+        let picks = match rules.is_empty() {
+            true => Vec::new(),
+            false => pick_newest(store, &rules, &self.candidates, &self.candidate_ends[..n]),
+        };
+        let mut newest = picks.into_iter();
         let built = self
             .sinks
             .iter_mut()
@@ -337,9 +341,6 @@ fn pick_newest(
     ends: &[usize],
 ) -> Vec<Vec<Index>> {
     let mut picked: Vec<Vec<Index>> = rules.iter().map(|_| Vec::with_capacity(ends.len())).collect();
-    if rules.is_empty() {
-        return picked;
-    }
     let null = index(store.null_row());
     // Per stored batch: its row kinds (if some row retracts), then each rule's null bits,
     // `None` where the batch has no views (the null row: null everywhere). A released
