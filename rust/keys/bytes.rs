@@ -9,7 +9,9 @@ use arrow_array::{Array, ArrayRef, BinaryViewArray, FixedSizeBinaryArray, Offset
 use arrow_buffer::{Buffer, ScalarBuffer};
 use arrow_schema::DataType;
 
-use super::{byte_prefix, digest_past, shared_len, tie_is_exact, KeyEncoder, KeyValues, SharedHead};
+use super::{
+    byte_prefix, digest_past, prefetch, shared_len, tie_is_exact, KeyEncoder, KeyValues, SharedHead,
+};
 use crate::error::{invalid, Result};
 
 /// Offsets and values of a utf8/binary (or large) column: a value is a plain slice.
@@ -69,6 +71,10 @@ impl<O: OffsetSizeTrait> KeyValues for ByteKeys<O> {
     }
 }
 
+/// How many keys ahead of the one being encoded [`prefetch`] asks for (measured on
+/// 128-byte keys: 8 and 16 do as well, 4 too few).
+const PREFETCH_AHEAD: usize = 16;
+
 pub(crate) struct ByteEncoder<O> {
     head: SharedHead,
     offsets: PhantomData<fn() -> O>,
@@ -98,7 +104,16 @@ impl<O: OffsetSizeTrait> KeyEncoder for ByteEncoder<O> {
         }
         let value = |w: &[O]| &values.as_slice()[w[0].as_usize()..w[1].as_usize()];
         let head = self.head.learn(offsets.windows(2).map(value));
-        let prefixes = offsets.windows(2).map(|w| digest_past(head, value(w))).collect();
+        // The bytes of a key a few ahead are asked for early: long keys are read once,
+        // in order, and the hardware prefetcher alone leaves the head checks waiting on
+        // memory (see `prefetch`). Past the last one, the values' start is asked again.
+        let ahead = offsets.iter().skip(PREFETCH_AHEAD).map(|o| o.as_usize()).chain(std::iter::repeat(0));
+        let prefixes = (offsets.windows(2).zip(ahead))
+            .map(|(w, ahead)| {
+                prefetch(values.as_slice(), ahead);
+                digest_past(head, value(w))
+            })
+            .collect();
         let head_len = head.len();
         Ok(ByteKeys { offsets, values, prefixes, head_len })
     }
