@@ -174,6 +174,8 @@ pub(crate) struct Runs<E: KeyEncoder> {
     layout: Arc<Layout>,
     pub store: BatchStore,
     pub counters: Counters,
+    /// The merge has sequence columns, which order the versions of a key.
+    ties_by_version: bool,
 }
 
 impl<E: KeyEncoder> Runs<E> {
@@ -190,7 +192,9 @@ impl<E: KeyEncoder> Runs<E> {
             })
             .collect();
         let heads = vec![Head::DONE; cursors.len()];
-        Self { cursors, heads, encoder, layout, store: BatchStore::default(), counters: Counters::default() }
+        let ties_by_version = !layout.sequence.is_empty();
+        let (store, counters) = (BatchStore::default(), Counters::default());
+        Self { cursors, heads, encoder, layout, store, counters, ties_by_version }
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -301,6 +305,10 @@ impl<E: KeyEncoder> Runs<E> {
         let loaded = self.cursors[i].current.as_mut().expect("advance of a live run");
         loaded.pos += 1;
         if loaded.pos < loaded.keys.len() {
+            loaded.keys.prefetch_ahead(loaded.pos);
+            if self.ties_by_version {
+                self.store.get(loaded.id).versions.prefetch_ahead(loaded.pos);
+            }
             self.heads[i].digest = loaded.keys.digest(loaded.pos);
             return Ok(());
         }

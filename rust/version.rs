@@ -22,7 +22,7 @@ use arrow_buffer::{NullBuffer, ScalarBuffer};
 use arrow_schema::DataType;
 
 use crate::error::{invalid, Result, RowLocation};
-use crate::keys::primitive_values as native_values;
+use crate::keys::{per_line, prefetch, primitive_values as native_values};
 
 /// Paimon's row kinds, with Paimon's byte codes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -178,6 +178,14 @@ impl BatchVersions {
     /// Every row's kind, if some row is a retract (`None`: every row is an add).
     pub(crate) fn kinds_with_retracts(&self) -> Option<&[RowKind]> {
         self.kinds.as_deref().filter(|_| self.any_retract)
+    }
+
+    /// A cursor stands at `row`: asks for the line of sequence values after this one's.
+    #[inline]
+    pub(crate) fn prefetch_ahead(&self, row: usize) {
+        for column in &self.sequence {
+            prefetch(&column.values, row + per_line::<i64>());
+        }
     }
 
     /// Does the version order of this merge depend on more than arrival order?

@@ -10,7 +10,7 @@ use arrow_buffer::{Buffer, ScalarBuffer};
 use arrow_schema::DataType;
 
 use super::{
-    byte_prefix, digest_past, prefetch, shared_len, tie_is_exact, KeyEncoder, KeyValues, SharedHead,
+    byte_prefix, digest_past, per_line, prefetch, shared_len, tie_is_exact, KeyEncoder, KeyValues, SharedHead,
 };
 use crate::error::{invalid, Result};
 
@@ -25,6 +25,8 @@ pub(crate) struct ByteKeys<O: OffsetSizeTrait> {
     prefixes: Vec<u64>,
     /// Length of that head.
     head_len: usize,
+    /// Some digest of the batch leaves a tie to the bytes (see [`tie_is_exact`]).
+    ties_read_bytes: bool,
 }
 
 impl<O: OffsetSizeTrait> ByteKeys<O> {
@@ -69,6 +71,19 @@ impl<O: OffsetSizeTrait> KeyValues for ByteKeys<O> {
     fn tie_is_equal(digest: u64) -> bool {
         tie_is_exact(digest)
     }
+
+    /// The line of digests after this row's, and the next row's bytes if ties in this
+    /// batch compare bytes.
+    #[inline]
+    fn prefetch_ahead(&self, i: usize) {
+        prefetch(&self.prefixes, i + per_line::<u64>());
+        if let Some(start) = self.offsets.get(i + 1).filter(|_| self.ties_read_bytes) {
+            // Two lines: a short key may straddle them.
+            let values = self.values.as_slice();
+            prefetch(values, start.as_usize());
+            prefetch(values, start.as_usize() + 64);
+        }
+    }
 }
 
 /// How many keys ahead of the one being encoded [`prefetch`] asks for (measured on
@@ -108,14 +123,16 @@ impl<O: OffsetSizeTrait> KeyEncoder for ByteEncoder<O> {
         // in order, and the hardware prefetcher alone leaves the head checks waiting on
         // memory (see `prefetch`). Past the last one, the values' start is asked again.
         let ahead = offsets.iter().skip(PREFETCH_AHEAD).map(|o| o.as_usize()).chain(std::iter::repeat(0));
-        let prefixes = (offsets.windows(2).zip(ahead))
+        let prefixes: Vec<u64> = (offsets.windows(2).zip(ahead))
             .map(|(w, ahead)| {
                 prefetch(values.as_slice(), ahead);
+                prefetch(values.as_slice(), ahead + 64);
                 digest_past(head, value(w))
             })
             .collect();
         let head_len = head.len();
-        Ok(ByteKeys { offsets, values, prefixes, head_len })
+        let ties_read_bytes = prefixes.iter().any(|&digest| !tie_is_exact(digest));
+        Ok(ByteKeys { offsets, values, prefixes, head_len, ties_read_bytes })
     }
 }
 

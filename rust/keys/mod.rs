@@ -42,6 +42,10 @@ pub(crate) trait KeyValues: Send + 'static {
     fn tie_is_equal(_digest: u64) -> bool {
         false
     }
+    /// The cursor stands at row `i` (possibly the last): asks for what the coming rows'
+    /// comparisons read (see [`prefetch`]).
+    #[inline]
+    fn prefetch_ahead(&self, _i: usize) {}
 }
 
 /// The first eight bytes of `value` as a big-endian integer, zero-padded. If two
@@ -99,25 +103,29 @@ impl SharedHead {
     }
 }
 
-/// Asks the CPU to bring the two cache lines at `bytes[at..]` in ahead of use. Encoding
-/// a batch of long keys checks each one's head, a pass over every key byte; with the
-/// hardware prefetcher alone the checks waited on memory (the merge order of 32 runs of
-/// 128-byte keys takes 6-11% less time with it, either engine). A hint only: nothing
-/// is read, and any address is allowed.
+/// Asks the CPU to bring the cache line holding `items[index]` in ahead of use. A merge
+/// reads each run's arrays in order but a row at a time across many runs, more streams
+/// than the hardware prefetcher follows, and encoding long keys reads every key byte
+/// once; with these hints neither waits on memory as much (measured: the contest table
+/// read 7% less CPU, the merge order of 128-byte keys 6-11% less time). A hint only:
+/// nothing is read, and an index past the end is allowed.
 #[inline(always)]
-pub(crate) fn prefetch(bytes: &[u8], at: usize) {
+pub(crate) fn prefetch<T>(items: &[T], index: usize) {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        let line = bytes.as_ptr().wrapping_add(at) as *const i8;
+        let line = items.as_ptr().wrapping_add(index) as *const i8;
         // SAFETY: a prefetch never faults and has no effect the program can observe.
-        unsafe {
-            _mm_prefetch::<_MM_HINT_T0>(line);
-            _mm_prefetch::<_MM_HINT_T0>(line.wrapping_add(64));
-        }
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(line) }
     }
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = (bytes, at);
+    let _ = (items, index);
+}
+
+/// How many items of type `T` fill a cache line: asking for the item that many ahead
+/// brings in the next line while the current one is read.
+pub(crate) const fn per_line<T>() -> usize {
+    64 / size_of::<T>()
 }
 
 /// Length of the longest common prefix of `a` and `b`, compared a word at a time.
