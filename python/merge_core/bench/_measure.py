@@ -185,11 +185,19 @@ def time_peers(peers: list[Peer], repeat: int, rows: int, same: Callable[[Any, A
 
 def measure(run: Callable[[], Any], repeat: int) -> tuple[float, int, float, Any]:
     """Best time of `repeat` runs, the highest memory above the start, the CPU seconds of
-    the best run (all of this process's threads), and the last result."""
+    the best run (all of this process's threads), and the last result.
+
+    The first run starts with the memory freed before handed back to the OS, so that its
+    peak counts all it uses. The later ones start as the run before left the process, as
+    in a process that reads again and again: each tool's allocator keeps what it keeps
+    (pyarrow's mimalloc pool keeps its pages even through `release_unused`, glibc's heap,
+    where merge-core allocates, gives some back). Handing memory back before every run
+    made only glibc's users fault their pages in again on each one."""
     best, peak, best_cpu, result = float("inf"), 0, 0.0, None
-    for _ in range(repeat):
+    for i in range(repeat):
         result = None  # the previous result must not count against this run's memory
-        release_free_memory()
+        if i == 0:
+            release_free_memory()
         reset_peak_rss()
         base = rss()
         cpu, start = cpu_seconds(), time.perf_counter()

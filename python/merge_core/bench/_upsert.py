@@ -163,8 +163,8 @@ def run(folder: str, base_rows: int, repeat: int, spark) -> Section:
             f"`Table.read`: the same versions written as 11 commits into an 8-bucket `mc.Table` (the write took"
             f" {write_seconds:.2f} s, {total / write_seconds / 1e6:.2f} M rows/s), read merged on all cores.",
             "DuckDB and DataFusion use all cores; Spark SQL runs on the local session (its memory and CPU are the"
-            " JVM's, not counted); peak memory is the Python process's above its level when the run started (memory"
-            " freed before is handed back to the OS first), the returned table included.",
+            " JVM's, not counted); peak memory is the Python process's above its level when the run started, the"
+            " returned table included.",
             "The floor row decodes the table's data files (all their columns, all cores) and merges nothing: what"
             " `Table.read` would cost if merging were free.",
         ],
