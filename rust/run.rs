@@ -280,7 +280,7 @@ impl<E: KeyEncoder> Runs<E> {
     /// Compares the versions of the current rows of two live runs (same key).
     #[inline(always)]
     pub(crate) fn compare_versions(&self, a: usize, b: usize) -> Ordering {
-        if self.layout.sequence.is_empty() {
+        if !self.ties_by_version {
             // Two cursors are two runs, and without a sequence the later run is newer.
             return a.cmp(&b);
         }
@@ -385,7 +385,7 @@ impl<E: KeyEncoder> Runs<E> {
     /// rows in version order already, except rows absorbed from duplicate keys of one
     /// run, whose sequence values may go backwards.
     pub(crate) fn finish_group(&self, group: &mut Group) {
-        if group.absorbed && !self.layout.sequence.is_empty() {
+        if group.absorbed && self.ties_by_version {
             group.rows.sort_by(|a, b| compare_versions(self.store.version(*a), self.store.version(*b)));
         }
     }
