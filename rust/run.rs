@@ -174,8 +174,9 @@ pub(crate) struct Runs<E: KeyEncoder> {
     layout: Arc<Layout>,
     pub store: BatchStore,
     pub counters: Counters,
-    /// The merge has sequence columns, which order the versions of a key.
-    ties_by_version: bool,
+    /// The merge has sequence columns, which order the versions of a key (without them,
+    /// the runs' order does).
+    has_sequence: bool,
 }
 
 impl<E: KeyEncoder> Runs<E> {
@@ -192,9 +193,9 @@ impl<E: KeyEncoder> Runs<E> {
             })
             .collect();
         let heads = vec![Head::DONE; cursors.len()];
-        let ties_by_version = !layout.sequence.is_empty();
+        let has_sequence = !layout.sequence.is_empty();
         let (store, counters) = (BatchStore::default(), Counters::default());
-        Self { cursors, heads, encoder, layout, store, counters, ties_by_version }
+        Self { cursors, heads, encoder, layout, store, counters, has_sequence }
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -280,7 +281,7 @@ impl<E: KeyEncoder> Runs<E> {
     /// Compares the versions of the current rows of two live runs (same key).
     #[inline(always)]
     pub(crate) fn compare_versions(&self, a: usize, b: usize) -> Ordering {
-        if !self.ties_by_version {
+        if !self.has_sequence {
             // Two cursors are two runs, and without a sequence the later run is newer.
             return a.cmp(&b);
         }
@@ -306,7 +307,7 @@ impl<E: KeyEncoder> Runs<E> {
         loaded.pos += 1;
         if loaded.pos < loaded.keys.len() {
             loaded.keys.prefetch_ahead(loaded.pos);
-            if self.ties_by_version {
+            if self.has_sequence {
                 self.store.get(loaded.id).versions.prefetch_ahead(loaded.pos);
             }
             self.heads[i].digest = loaded.keys.digest(loaded.pos);
@@ -385,7 +386,7 @@ impl<E: KeyEncoder> Runs<E> {
     /// rows in version order already, except rows absorbed from duplicate keys of one
     /// run, whose sequence values may go backwards.
     pub(crate) fn finish_group(&self, group: &mut Group) {
-        if group.absorbed && self.ties_by_version {
+        if group.absorbed && self.has_sequence {
             group.rows.sort_by(|a, b| compare_versions(self.store.version(*a), self.store.version(*b)));
         }
     }

@@ -22,7 +22,7 @@ use arrow_buffer::{NullBuffer, ScalarBuffer};
 use arrow_schema::DataType;
 
 use crate::error::{invalid, Result, RowLocation};
-use crate::keys::{per_line, prefetch, primitive_values as native_values};
+use crate::keys::{per_line, prefetch_line, primitive_values as native_values};
 
 /// Paimon's row kinds, with Paimon's byte codes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -184,7 +184,7 @@ impl BatchVersions {
     #[inline]
     pub(crate) fn prefetch_ahead(&self, row: usize) {
         for column in &self.sequence {
-            prefetch(&column.values, row + per_line::<i64>());
+            prefetch_line(&column.values, row + per_line::<i64>());
         }
     }
 

@@ -187,12 +187,12 @@ def measure(run: Callable[[], Any], repeat: int) -> tuple[float, int, float, Any
     """Best time of `repeat` runs, the highest memory above the start, the CPU seconds of
     the best run (all of this process's threads), and the last result.
 
-    The first run starts with the memory freed before handed back to the OS, so that its
-    peak counts all it uses. The later ones start as the run before left the process, as
-    in a process that reads again and again: each tool's allocator keeps what it keeps
-    (pyarrow's mimalloc pool keeps its pages even through `release_unused`, glibc's heap,
-    where merge-core allocates, gives some back). Handing memory back before every run
-    made only glibc's users fault their pages in again on each one."""
+    Before the first run, freed memory is handed back to the OS, so that its peak counts
+    what it faults in (all of it for glibc's heap, where merge-core allocates; pyarrow's
+    mimalloc pool keeps most of its pages even through `release_unused`). The later runs
+    start as the run before left the process, as in a process that reads again and again:
+    handing memory back before every run made only glibc's users fault their pages in
+    again on each one."""
     best, peak, best_cpu, result = float("inf"), 0, 0.0, None
     for i in range(repeat):
         result = None  # the previous result must not count against this run's memory

@@ -122,11 +122,12 @@ def write(sections: list[Section], folder: str, scale: str, command: str) -> str
         f"- Made by `{command}` on {dt.date.today().isoformat()} (scale `{scale}`), in one run on the same inputs.",
         f"- Machine: {machine()}. Shared and noisy: compare the ratios of one run, not absolute times.",
         "- Versions: " + ", ".join(f"{k} {v or 'not installed'}" for k, v in found.items()) + ".",
-        "- Times are the best of the repeats, run one after another in this process: the first after the memory"
-        " freed before is handed back to the OS (its peak memory counts everything it uses), the later ones as the"
-        " run before left the process, each tool's allocator keeping what it keeps (pyarrow's and Polars' keep"
-        " their pages, glibc's, where merge-core allocates, gives some back), as in a process that reads again"
-        " and again. `time vs merge-core` is a tool's time over merge-core's (above 1:"
+        "- Times are the best of the repeats, run one after another in this process: the first after freed memory"
+        " is handed back to the OS (glibc's heap, where merge-core allocates, and pyarrow's pool, as far as it"
+        " gives pages back: its mimalloc keeps most), the later ones as the run before left the process, each"
+        " tool's allocator keeping what it keeps, as in a process that reads again and again. Peak memory is a"
+        " run's resident high-water mark above its start, the highest of the repeats. `time vs merge-core` is a"
+        " tool's time over merge-core's (above 1:"
         " merge-core is faster); rows/s count input rows; `same result` is each result checked against"
         " merge-core's; `CPU seconds` (where shown) is the time all of the process's threads spent on a core in"
         " that run, so on few cores it tells how much work a tool does better than its wall time. Tools that"
