@@ -96,6 +96,13 @@ impl Layout {
         Ok(Self { schema, key, sequence, order, row_kind, strict, view_columns: Vec::new() })
     }
 
+    /// The merge has sequence columns, which order the versions of a key (without them,
+    /// the runs' order does).
+    #[inline]
+    pub(crate) fn has_sequence(&self) -> bool {
+        !self.sequence.is_empty()
+    }
+
     pub(crate) fn key_names(&self) -> String {
         let names: Vec<_> = self.key.iter().map(|&i| format!("'{}'", self.schema.field(i).name())).collect();
         names.join(", ")
@@ -174,9 +181,6 @@ pub(crate) struct Runs<E: KeyEncoder> {
     layout: Arc<Layout>,
     pub store: BatchStore,
     pub counters: Counters,
-    /// The merge has sequence columns, which order the versions of a key (without them,
-    /// the runs' order does).
-    has_sequence: bool,
 }
 
 impl<E: KeyEncoder> Runs<E> {
@@ -193,9 +197,7 @@ impl<E: KeyEncoder> Runs<E> {
             })
             .collect();
         let heads = vec![Head::DONE; cursors.len()];
-        let has_sequence = !layout.sequence.is_empty();
-        let (store, counters) = (BatchStore::default(), Counters::default());
-        Self { cursors, heads, encoder, layout, store, counters, has_sequence }
+        Self { cursors, heads, encoder, layout, store: BatchStore::default(), counters: Counters::default() }
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -281,7 +283,7 @@ impl<E: KeyEncoder> Runs<E> {
     /// Compares the versions of the current rows of two live runs (same key).
     #[inline(always)]
     pub(crate) fn compare_versions(&self, a: usize, b: usize) -> Ordering {
-        if !self.has_sequence {
+        if !self.layout.has_sequence() {
             // Two cursors are two runs, and without a sequence the later run is newer.
             return a.cmp(&b);
         }
@@ -307,7 +309,7 @@ impl<E: KeyEncoder> Runs<E> {
         loaded.pos += 1;
         if loaded.pos < loaded.keys.len() {
             loaded.keys.prefetch_ahead(loaded.pos);
-            if self.has_sequence {
+            if self.layout.has_sequence() {
                 self.store.get(loaded.id).versions.prefetch_ahead(loaded.pos);
             }
             self.heads[i].digest = loaded.keys.digest(loaded.pos);
@@ -386,7 +388,7 @@ impl<E: KeyEncoder> Runs<E> {
     /// rows in version order already, except rows absorbed from duplicate keys of one
     /// run, whose sequence values may go backwards.
     pub(crate) fn finish_group(&self, group: &mut Group) {
-        if group.absorbed && self.has_sequence {
+        if group.absorbed && self.layout.has_sequence() {
             group.rows.sort_by(|a, b| compare_versions(self.store.version(*a), self.store.version(*b)));
         }
     }

@@ -88,7 +88,7 @@ impl SortedBatches {
         // Every key starts with the same `skip` bytes: compare what follows.
         let key = |r: RowRef| &keys[r.batch as usize].row(r.row as usize).data()[skip..];
         let by_key = |a: &Entry, b: &Entry| a.prefix.cmp(&b.prefix).then_with(|| key(a.row).cmp(key(b.row)));
-        if layout.sequence.is_empty() {
+        if !layout.has_sequence() {
             // A stable sort keeps arrival order, which is the version order.
             entries.sort_by(by_key);
         } else {
