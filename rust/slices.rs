@@ -5,8 +5,9 @@
 //!
 //! The cuts come from the files' statistics, never from their rows: each file's *zones*
 //! (its pages with the page index, else its row groups) give the first column's least and
-//! greatest value over consecutive rows. The zones' least values, weighted by their rows,
-//! give cuts that share the rows out evenly; a slice then decodes of each file only the
+//! greatest value over consecutive rows. The cuts are taken among the zones' least values,
+//! each where about its share of the rows lies below it (a zone the value falls inside
+//! counting half: its rows are spread over its range); a slice then decodes of each file only the
 //! zones that may hold its keys and trims the first and last of them to its range. The
 //! zones a cut falls in (about one per run) are decoded once, by the first of the two
 //! slices to reach them, which leaves the other slice its rows ([`SharedZones`]).
@@ -431,54 +432,66 @@ impl Zones {
     }
 }
 
-/// All zones of a merge ordered by their least values, once for any number of slices.
+/// The rows of all zones of a merge below each zone's least value, once for any number
+/// of slices: the cuts are taken among those least values.
 struct ZoneOrder {
     /// The zones' least values, file by file.
     mins: ArrayRef,
-    rows: Vec<u64>,
-    /// Indices into `mins`, ascending by value.
-    order: Vec<usize>,
-    /// Compares two of `mins`.
-    compare: arrow_ord::ord::DynComparator,
+    /// Per distinct least value, ascending (the smallest left out: nothing lies below
+    /// it): its zone, and about how many rows lie below it.
+    candidates: Vec<(usize, f64)>,
+    total: u64,
 }
 
 impl ZoneOrder {
     fn of(zoned: &[Vec<(DataFile, Zones)>]) -> Result<Self> {
         let all: Vec<&Zones> = zoned.iter().flatten().map(|(_, zones)| zones).collect();
-        let mins: Vec<&dyn Array> = all.iter().map(|z| z.mins.as_ref()).collect();
-        let mins = arrow_select::concat::concat(&mins)?;
-        let rows = all
+        let concat = |arrays: Vec<&dyn Array>| arrow_select::concat::concat(&arrays);
+        let mins = concat(all.iter().map(|z| z.mins.as_ref()).collect())?;
+        let maxes = concat(all.iter().map(|z| z.maxes.as_ref()).collect())?;
+        let rows: Vec<u64> = all
             .iter()
             .flat_map(|z| z.ends.iter().scan(0, |start, &end| Some(end - std::mem::replace(start, end))))
             .collect();
-        let compare = comparator(mins.as_ref(), mins.as_ref())?;
-        let mut order: Vec<usize> = (0..mins.len()).collect();
-        order.sort_by(|&a, &b| compare(a, b));
-        Ok(Self { mins, rows, order, compare })
+        let ascending = |values: &ArrayRef| -> Result<Vec<usize>> {
+            let compare = comparator(values.as_ref(), values.as_ref())?;
+            let mut order: Vec<usize> = (0..values.len()).collect();
+            order.sort_by(|&a, &b| compare(a, b));
+            Ok(order)
+        };
+        let (by_min, by_max) = (ascending(&mins)?, ascending(&maxes)?);
+        let min_vs_min = comparator(mins.as_ref(), mins.as_ref())?;
+        let max_vs_min = comparator(maxes.as_ref(), mins.as_ref())?;
+        // A zone lies wholly below a value above its greatest one, and about half below
+        // one between its least and greatest: the rows below a value are the mean of
+        // the rows of zones whose least value is below it and of those whose greatest is.
+        let (mut least_below, mut greatest_below, mut maxes_seen) = (0u64, 0u64, 0);
+        let mut candidates = Vec::new();
+        for (position, &zone) in by_min.iter().enumerate() {
+            if position > 0 && min_vs_min(by_min[position - 1], zone) == Ordering::Less {
+                while maxes_seen < by_max.len() && max_vs_min(by_max[maxes_seen], zone) == Ordering::Less {
+                    greatest_below += rows[by_max[maxes_seen]];
+                    maxes_seen += 1;
+                }
+                candidates.push((zone, (least_below + greatest_below) as f64 / 2.0));
+            }
+            least_below += rows[zone];
+        }
+        Ok(Self { mins, candidates, total: rows.iter().sum() })
     }
 
     /// Up to `slices - 1` cuts, ascending and distinct, that share the zones' rows out
-    /// about evenly: each is the least value of the zone (by least value) after a share's
-    /// end.
+    /// about evenly: each the first least value with at least its share of the rows below.
     fn cuts(&self, slices: usize) -> Vec<ArrayRef> {
-        let (order, compare, total) = (&self.order, &self.compare, self.rows.iter().sum::<u64>());
-        let mut cuts: Vec<usize> = Vec::new();
-        let mut below = 0u64;
-        let mut share = 1;
-        for (position, &zone) in order.iter().enumerate() {
-            below += self.rows[zone];
-            while share < slices && below * slices as u64 >= total * share as u64 {
-                share += 1;
-                let Some(&next) = order.get(position + 1) else { break };
-                let distinct = match cuts.last() {
-                    Some(&last) => compare(last, next) == Ordering::Less,
-                    None => compare(order[0], next) == Ordering::Less, // else the first slice is empty
-                };
-                if distinct {
-                    cuts.push(next);
-                }
+        let mut candidates = self.candidates.iter();
+        let mut cuts = Vec::new();
+        for share in 1..slices {
+            let target = (self.total * share as u64) as f64 / slices as f64;
+            match candidates.find(|(_, below)| *below >= target) {
+                Some(&(zone, _)) => cuts.push(self.mins.slice(zone, 1)),
+                None => break,
             }
         }
-        cuts.into_iter().map(|i| self.mins.slice(i, 1)).collect()
+        cuts
     }
 }

@@ -122,6 +122,26 @@ fn int_keys(keys: &[i64]) -> ArrayRef {
     Arc::new(Int64Array::from(keys.to_vec()))
 }
 
+/// Ten runs whose keys interleave, in pages of 100 rows that start at different keys:
+/// every cut falls inside a page of most runs, and the slices still hold about as many
+/// rows each (a page a cut falls in counts half below it, half above).
+#[test]
+fn cuts_inside_pages_share_rows_evenly() {
+    let files = Files::new();
+    let runs: Vec<Vec<DataFile>> = (0..10)
+        .map(|run| {
+            let keys: Vec<i64> = (run * 10..1000 + run * 10).map(|i| i * 10 + run).collect();
+            vec![files.write(int_keys(&keys), run * 1000, 100, 1000, EnabledStatistics::Page)]
+        })
+        .collect();
+    let schema = schema_of(&runs[0][0]);
+    let groups = slice_runs_of_at_least(&schema, runs, 0, 5, 100, 1);
+    let rows: Vec<usize> = groups.into_iter().map(|g| merged(g).len()).collect();
+    assert_eq!(rows.len(), 5);
+    assert_eq!(rows.iter().sum::<usize>(), 10_000);
+    assert!(rows.iter().all(|&r| r.abs_diff(2000) <= 200), "uneven slices: {rows:?}");
+}
+
 #[test]
 fn overlapping_runs_are_cut_evenly() {
     let files = Files::new();
