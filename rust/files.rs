@@ -9,7 +9,7 @@
 //! A file may be read in part: the rows of one key range ([`crate::slices`]), only its
 //! pages that may hold keys of the range decoded, and each batch trimmed to the range.
 //! Pages that two adjacent ranges both need (a cut falls inside them) are decoded once,
-//! by whichever range's read reaches them first ([`SharedZones`]).
+//! by whichever range's read starts first ([`SharedZones`]).
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -61,7 +61,7 @@ pub struct DataFile {
     /// Only the rows whose key falls in this range are read.
     pub keys: Option<Arc<KeyRange>>,
     /// These rows are shared with the adjacent key range on the other side of a cut:
-    /// decoded once, by the first of the two reads to reach them (`keys` then only
+    /// decoded once, by the first of the two reads to start (`keys` then only
     /// names this side's range).
     pub shared: Option<(Arc<SharedZones>, Side)>,
 }
@@ -77,11 +77,12 @@ pub enum Side {
 
 /// Rows of one file that the key ranges on both sides of a cut need, because the cut
 /// falls inside the pages (or row groups) that hold them: decoded once, by the first of
-/// the two reads to reach them, which leaves the other its rows. The read above the cut
-/// usually comes first (it starts there): it decodes them as the start of its part and
-/// sets aside the rows below the cut. The read below comes to them at its end: if they
-/// are not decoded yet, it decodes them and sets aside the rows at or above the cut. A
-/// read waits only while the other one decodes; one that fails to leaves them undecoded.
+/// the two reads to reach them, which leaves the other its rows. Both reach them as they
+/// start: the read below the cut decodes them before anything else and sets aside the
+/// rows at or above the cut (though it needs its own rows of them only at its end); the
+/// read above, if it starts first, decodes them as the start of its part and sets aside
+/// the rows below the cut. A read waits only while the other one decodes; one that fails
+/// to leaves them undecoded.
 #[derive(Debug)]
 pub struct SharedZones {
     /// The cut: a one-value array of the first key column's type.
@@ -130,6 +131,12 @@ impl SharedZones {
         }
     }
 
+    /// Whether one side decoded them and set the other side's rows aside.
+    #[cfg(test)]
+    pub(crate) fn set_aside(&self) -> bool {
+        matches!(*self.lock(), Shared::Decoded(_))
+    }
+
     /// The rows (sorted by key) below the cut, and those at or above it.
     fn split(&self, batches: Vec<RecordBatch>) -> Result<(Vec<RecordBatch>, Vec<RecordBatch>), ArrowError> {
         let (mut below, mut above) = (Vec::new(), Vec::new());
@@ -172,6 +179,8 @@ pub fn run_of_files(schema: SchemaRef, files: Vec<DataFile>, batch_size: usize) 
         current: None,
         ready: VecDeque::new(),
         setting_aside: None,
+        upper_zones: None,
+        started: false,
         batch_size,
     };
     Run { schema, batches: Box::new(batches) }
@@ -211,6 +220,9 @@ struct FileBatches {
     /// While `current` decodes shared zones from their start: the rows below the cut
     /// met so far, set aside for the read below it.
     setting_aside: Option<(Claim, Vec<RecordBatch>)>,
+    /// The run's rows of the zones it shares with the range above, read after `files`.
+    upper_zones: Option<Vec<RecordBatch>>,
+    started: bool,
     batch_size: usize,
 }
 
@@ -218,16 +230,22 @@ impl Iterator for FileBatches {
     type Item = Result<RecordBatch, ArrowError>;
 
     fn next(&mut self) -> Option<Self::Item> {
+        if !std::mem::replace(&mut self.started, true) {
+            if let Err(e) = self.take_upper_zones() {
+                return Some(Err(e));
+            }
+        }
         loop {
             if let Some(batch) = self.ready.pop_front() {
                 return Some(Ok(batch));
             }
-            let step = match self.current.is_some() {
-                true => self.next_in_range(),
-                false => {
-                    let file = self.files.pop_front()?;
-                    self.open_next(file).map(|()| None)
-                }
+            let step = if self.current.is_some() {
+                self.next_in_range()
+            } else if let Some(file) = self.files.pop_front() {
+                self.open_next(file).map(|()| None)
+            } else {
+                self.ready.extend(self.upper_zones.take()?);
+                continue;
             };
             match step {
                 Ok(None) => continue,
@@ -278,15 +296,14 @@ impl FileBatches {
             self.current = open(file)?;
             return Ok(());
         };
-        match (zones.take_or_claim(), side) {
-            (Ok(rows), Side::Below) => self.ready.extend(rows),
-            (Err(claim), Side::Below) => {
-                let (below, above) = zones.split(self.decode_all(&file)?)?;
-                claim.set_aside(above);
-                self.ready.extend(below);
-            }
+        if side == Side::Below {
+            let rows = self.shared_rows_below(&file, &zones)?;
+            self.ready.extend(rows);
+            return Ok(());
+        }
+        match zones.take_or_claim() {
             // The part starts with the zones: decoded by the read below, or here.
-            (Ok(rows), Side::Above) => {
+            Ok(rows) => {
                 self.ready.extend(rows);
                 let end = file.rows.as_ref().expect("a part with shared zones has its rows").end;
                 if zones.rows.end < end {
@@ -294,12 +311,47 @@ impl FileBatches {
                     self.current = open(rest)?;
                 }
             }
-            (Err(claim), Side::Above) => {
+            Err(claim) => {
                 self.setting_aside = Some((claim, Vec::new()));
                 self.current = open(file)?;
             }
         }
         Ok(())
+    }
+
+    /// Takes the run's rows of the zones it shares with the range above (its last part,
+    /// if any: a later file of the run holds no keys of this range) as the read starts,
+    /// not when the merge gets to them. The read above may start at any time and then
+    /// needs its rows of them at once; taken early, each read decodes the zones at its
+    /// upper cut, and the reads of a round of slices, which start and end about
+    /// together, do as much work each. Left for the end, they went to whichever read got
+    /// there first, and a read that started as its neighbour ended decoded both its
+    /// cuts' zones while that neighbour decoded neither.
+    fn take_upper_zones(&mut self) -> Result<(), ArrowError> {
+        let Some(DataFile { shared: Some((zones, Side::Below)), .. }) = self.files.back() else {
+            return Ok(());
+        };
+        let zones = zones.clone();
+        let file = self.files.pop_back().expect("looked at above");
+        self.upper_zones = Some(self.shared_rows_below(&file, &zones)?);
+        Ok(())
+    }
+
+    /// The rows below the cut of shared zones: set aside by the read above, or decoded
+    /// here (the rows at or above the cut set aside for it).
+    fn shared_rows_below(
+        &self,
+        file: &DataFile,
+        zones: &Arc<SharedZones>,
+    ) -> Result<Vec<RecordBatch>, ArrowError> {
+        match zones.take_or_claim() {
+            Ok(rows) => Ok(rows),
+            Err(claim) => {
+                let (below, above) = zones.split(self.decode_all(file)?)?;
+                claim.set_aside(above);
+                Ok(below)
+            }
+        }
     }
 
     /// Every batch of `file`'s rows, whatever its key range.

@@ -10,7 +10,7 @@
 //! counting half: its rows are spread over its range); a slice then decodes of each file only the
 //! zones that may hold its keys and trims the first and last of them to its range. The
 //! zones a cut falls in (about one per run) are decoded once, by the first of the two
-//! slices to reach them, which leaves the other slice its rows ([`SharedZones`]).
+//! slices to start, which leaves the other slice its rows ([`SharedZones`]).
 //!
 //! A merge is cut only when every file is local, its statistics cover the first key
 //! column with no nulls, and the column's type orders its statistics as the merge orders

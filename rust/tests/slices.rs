@@ -196,16 +196,33 @@ fn zones_a_cut_falls_in_are_decoded_once() {
 }
 
 #[test]
-fn a_range_that_fails_on_shared_zones_leaves_them_to_the_other() {
+fn the_range_below_a_cut_decodes_its_shared_zones_as_it_starts() {
+    // The range above may start any time and needs its rows of them at once: the range
+    // below decodes them first, not at its end.
     let files = Files::new();
-    // Row groups of a different size in each run, so that the cut falls inside some.
-    let runs: Vec<_> = (0..3)
-        .map(|i| {
-            let keys: Vec<i64> = (0..1200).map(|k| k * 3 + i).collect();
-            let group_rows = 40 + 7 * i as usize;
-            vec![files.write(int_keys(&keys), i * 10_000, 1200, group_rows, EnabledStatistics::Chunk)]
+    let runs = runs_of_uneven_row_groups(&files);
+    let schema = schema_of(&runs[0][0]);
+    let mut parts = slice_files(&schema, runs, 0, 2, 1);
+    assert_eq!(parts.len(), 2);
+    let below = parts.remove(0);
+    let upper_zones: Vec<_> = (below.iter().flatten())
+        .filter_map(|part| match &part.shared {
+            Some((zones, Side::Below)) => Some(zones.clone()),
+            _ => None,
         })
         .collect();
+    assert!(!upper_zones.is_empty(), "no cut falls inside a row group");
+    for files in below {
+        let mut run = run_of_files(schema.clone(), files, 7);
+        assert!(run.batches.next().unwrap().is_ok());
+    }
+    assert!(upper_zones.iter().all(|zones| zones.set_aside()), "left for the range's end");
+}
+
+#[test]
+fn a_range_that_fails_on_shared_zones_leaves_them_to_the_other() {
+    let files = Files::new();
+    let runs = runs_of_uneven_row_groups(&files);
     let schema = schema_of(&runs[0][0]);
     let expected = merged(runs.iter().map(|files| run_of_files(schema.clone(), files.clone(), 7)).collect());
     let mut parts = slice_files(&schema, runs, 0, 2, 1);
@@ -244,6 +261,17 @@ fn zones_too_coarse_to_cut_merge_whole() {
     let files = Files::new();
     let runs = interleaved_runs(&files, 4, 1000, 1000);
     assert_eq!(check_slices(runs, 2), 1);
+}
+
+/// Three runs of interleaved keys in row groups of a different size in each run (no page
+/// index), so that a cut falls inside some.
+fn runs_of_uneven_row_groups(files: &Files) -> Vec<Vec<DataFile>> {
+    let run = |i: i64| {
+        let keys: Vec<i64> = (0..1200).map(|k| k * 3 + i).collect();
+        let group_rows = 40 + 7 * i as usize;
+        vec![files.write(int_keys(&keys), i * 10_000, 1200, group_rows, EnabledStatistics::Chunk)]
+    };
+    (0..3).map(run).collect()
 }
 
 /// `runs` runs of a file each, `rows` keys interleaved across them (run `i` holds
