@@ -222,6 +222,7 @@ struct FileBatches {
     setting_aside: Option<(Claim, Vec<RecordBatch>)>,
     /// The run's rows of the zones it shares with the range above, read after `files`.
     upper_zones: Option<Vec<RecordBatch>>,
+    /// Whether `next` was called (the upper zones are taken on the first call).
     started: bool,
     batch_size: usize,
 }
@@ -328,12 +329,12 @@ impl FileBatches {
     /// there first, and a read that started as its neighbour ended decoded both its
     /// cuts' zones while that neighbour decoded neither.
     fn take_upper_zones(&mut self) -> Result<(), ArrowError> {
-        let Some(DataFile { shared: Some((zones, Side::Below)), .. }) = self.files.back() else {
+        let Some(part @ DataFile { shared: Some((zones, Side::Below)), .. }) = self.files.back() else {
             return Ok(());
         };
-        let zones = zones.clone();
-        let file = self.files.pop_back().expect("looked at above");
-        self.upper_zones = Some(self.shared_rows_below(&file, &zones)?);
+        let rows = self.shared_rows_below(part, zones)?;
+        self.files.pop_back(); // only once taken: after an error, `open_next` tries again
+        self.upper_zones = Some(rows);
         Ok(())
     }
 

@@ -5,12 +5,13 @@
 //!
 //! The cuts come from the files' statistics, never from their rows: each file's *zones*
 //! (its pages with the page index, else its row groups) give the first column's least and
-//! greatest value over consecutive rows. The cuts are taken among the zones' least values,
-//! each where about its share of the rows lies below it (a zone the value falls inside
-//! counting half: its rows are spread over its range); a slice then decodes of each file only the
-//! zones that may hold its keys and trims the first and last of them to its range. The
-//! zones a cut falls in (about one per run) are decoded once, by the first of the two
-//! slices to start, which leaves the other slice its rows ([`SharedZones`]).
+//! greatest value over consecutive rows. The cuts are taken among the zones' least
+//! values, each where about its share of the rows lies below it (a zone the value falls
+//! inside counting half: its rows are spread over its range); a slice then decodes of
+//! each file only the zones that may hold its keys and trims the first and last of them
+//! to its range. The zones a cut falls in (about one per run) are decoded once, by the
+//! first of the two slices to start, which leaves the other slice its rows
+//! ([`SharedZones`]).
 //!
 //! A merge is cut only when every file is local, its statistics cover the first key
 //! column with no nulls, and the column's type orders its statistics as the merge orders
