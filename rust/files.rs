@@ -133,7 +133,7 @@ impl SharedZones {
 
     /// Whether one side decoded them and set the other side's rows aside.
     #[cfg(test)]
-    pub(crate) fn set_aside(&self) -> bool {
+    pub(crate) fn is_set_aside(&self) -> bool {
         matches!(*self.lock(), Shared::Decoded(_))
     }
 
@@ -215,7 +215,7 @@ struct FileBatches {
     schema: SchemaRef,
     files: VecDeque<DataFile>,
     current: Option<(DataFile, ParquetRecordBatchReader)>,
-    /// Rows of shared zones decoded by the other side, read before `current`.
+    /// Rows of shared zones (decoded by either side), read before `current`.
     ready: VecDeque<RecordBatch>,
     /// While `current` decodes shared zones from their start: the rows below the cut
     /// met so far, set aside for the read below it.
@@ -321,11 +321,13 @@ impl FileBatches {
     }
 
     /// Takes the run's rows of the zones it shares with the range above (its last part,
-    /// if any: a later file of the run holds no keys of this range) as the read starts,
-    /// not when the merge gets to them. The read above may start at any time and then
-    /// needs its rows of them at once; taken early, each read decodes the zones at its
-    /// upper cut, and the reads of a round of slices, which start and end about
-    /// together, do as much work each. Left for the end, they went to whichever read got
+    /// if any: with exact statistics a later file of the run holds no keys of this range,
+    /// and if one did, its rows would still come out in order, the zones then read at
+    /// the end) as the read starts, not when the merge gets to them. The read above may
+    /// start at any time and then needs its rows of them at once; taken early, each read
+    /// usually decodes the zones at its upper cut (the read above can win them when both
+    /// start together), and the reads of a round of slices, which start and end about
+    /// together, do about as much work each. Left for the end, they went to whichever read got
     /// there first, and a read that started as its neighbour ended decoded both its
     /// cuts' zones while that neighbour decoded neither.
     fn take_upper_zones(&mut self) -> Result<(), ArrowError> {
@@ -333,7 +335,7 @@ impl FileBatches {
             return Ok(());
         };
         let rows = self.shared_rows_below(part, zones)?;
-        self.files.pop_back(); // only once taken: after an error, `open_next` tries again
+        self.files.pop_back(); // once taken: an error leaves the part where it was
         self.upper_zones = Some(rows);
         Ok(())
     }

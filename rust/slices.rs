@@ -189,10 +189,10 @@ pub(crate) fn slice_files(
     // The files' decoded size bounds the output's.
     let bytes: u64 = zoned.iter().flatten().map(|(file, _)| decoded_bytes(file)).sum();
     let most = (total / min_rows.max(1)) as usize;
-    if let Ok(order) = ZoneOrder::of(&zoned) {
+    if let Ok(candidates) = CutCandidates::of(&zoned) {
         // Fewer slices cut fewer zones: take the most whose shared zones stay few.
         for slices in slice_counts(bytes, read_ahead_share(threads) as u64, threads, most) {
-            let parts = parts_of(&zoned, key, &order.cuts(slices));
+            let parts = parts_of(&zoned, key, &candidates.cuts(slices));
             let decoded: u64 = parts.iter().flatten().flatten().map(part_rows).sum();
             let extra = total * (slices.min(threads) as u64 - 1) / EXTRA_DECODE_PER_THREAD;
             if parts.len() >= 2 && decoded <= total + extra {
@@ -348,7 +348,8 @@ impl Zones {
     /// The parts of `file` each of `ranges` (consecutive, ascending) reads, in order:
     /// the zones that may hold keys of the range. Zones a cut falls in are shared by the
     /// ranges on its two sides (see [`SharedZones`]): the part of the range above starts
-    /// with them, and the range below reads them as a part of their own, after the rest.
+    /// with them, and the range below has them as a part of their own, its last (taken
+    /// as its read starts, its rows output after the rest).
     fn parts(&self, file: &DataFile, ranges: &[Arc<KeyRange>]) -> Vec<Vec<DataFile>> {
         let spans: Vec<Option<Range<usize>>> = ranges.iter().map(|range| self.span(range)).collect();
         // shared[c]: the zones both sides of cut c need, when none of them holds a key of
@@ -435,16 +436,17 @@ impl Zones {
 
 /// The rows of all zones of a merge below each zone's least value, once for any number
 /// of slices: the cuts are taken among those least values.
-struct ZoneOrder {
+struct CutCandidates {
     /// The zones' least values, file by file.
     mins: ArrayRef,
     /// Per distinct least value, ascending (the smallest left out: nothing lies below
     /// it): its zone, and about how many rows lie below it.
     candidates: Vec<(usize, f64)>,
+    /// The rows of all zones.
     total: u64,
 }
 
-impl ZoneOrder {
+impl CutCandidates {
     fn of(zoned: &[Vec<(DataFile, Zones)>]) -> Result<Self> {
         let all: Vec<&Zones> = zoned.iter().flatten().map(|(_, zones)| zones).collect();
         let concat = |arrays: Vec<&dyn Array>| arrow_select::concat::concat(&arrays);
@@ -482,14 +484,23 @@ impl ZoneOrder {
     }
 
     /// Up to `slices - 1` cuts, ascending and distinct, that share the zones' rows out
-    /// about evenly: each the first least value with at least its share of the rows below.
+    /// about evenly: each the first least value with at least its share of the rows
+    /// below, a share the cut before already covers left out (fewer, larger slices
+    /// rather than a near-empty one).
     fn cuts(&self, slices: usize) -> Vec<ArrayRef> {
         let mut candidates = self.candidates.iter();
         let mut cuts = Vec::new();
+        let mut covered = 0.0;
         for share in 1..slices {
             let target = (self.total * share as u64) as f64 / slices as f64;
+            if covered >= target {
+                continue;
+            }
             match candidates.find(|(_, below)| *below >= target) {
-                Some(&(zone, _)) => cuts.push(self.mins.slice(zone, 1)),
+                Some(&(zone, below)) => {
+                    cuts.push(self.mins.slice(zone, 1));
+                    covered = below;
+                }
                 None => break,
             }
         }
