@@ -456,15 +456,15 @@ impl CutCandidates {
             .iter()
             .flat_map(|z| z.ends.iter().scan(0, |start, &end| Some(end - std::mem::replace(start, end))))
             .collect();
-        let ascending = |values: &ArrayRef| -> Result<Vec<usize>> {
-            let compare = comparator(values.as_ref(), values.as_ref())?;
-            let mut order: Vec<usize> = (0..values.len()).collect();
-            order.sort_by(|&a, &b| compare(a, b));
-            Ok(order)
-        };
-        let (by_min, by_max) = (ascending(&mins)?, ascending(&maxes)?);
         let min_vs_min = comparator(mins.as_ref(), mins.as_ref())?;
+        let max_vs_max = comparator(maxes.as_ref(), maxes.as_ref())?;
         let max_vs_min = comparator(maxes.as_ref(), mins.as_ref())?;
+        let ascending = |compare: &arrow_ord::ord::DynComparator| {
+            let mut order: Vec<usize> = (0..rows.len()).collect();
+            order.sort_by(|&a, &b| compare(a, b));
+            order
+        };
+        let (by_min, by_max) = (ascending(&min_vs_min), ascending(&max_vs_max));
         // A zone lies wholly below a value above its greatest one, and about half below
         // one between its least and greatest: the rows below a value are the mean of
         // the rows of zones whose least value is below it and of those whose greatest is.
