@@ -26,6 +26,7 @@ use crate::plan::MergePlan;
 use crate::prefetch::Prefetch;
 use crate::run::Run;
 use crate::stream::{merge_runs_into, BatchSource, MergeOptions, MergeStream, SharedStats, UntilError};
+use crate::workers;
 
 /// Options of [`merge_groups`].
 #[derive(Debug, Clone)]
@@ -110,7 +111,7 @@ impl Groups {
         let (sender, receiver) = handoff(read_ahead_share(self.threads));
         let (merge, stats, declared) = (self.merge.clone(), self.stats.clone(), self.output.clone());
         let strict = self.strict;
-        std::thread::spawn(move || {
+        let worker = move || {
             let work = AssertUnwindSafe(|| -> Result<()> {
                 let stream = merge_runs_into(runs, merge, strict, stats)?;
                 check_same_columns(&stream.schema(), &declared)?;
@@ -126,8 +127,17 @@ impl Groups {
             if let Err(e) = result {
                 sender.send(Err(e));
             }
-        });
-        receiver
+            sender // the group's end, said once its worker is free for the next group
+        };
+        match workers::run("merge-core-merge", worker) {
+            Ok(()) => receiver,
+            Err(e) => {
+                let (sender, receiver) = handoff(0);
+                sender
+                    .send(Err(MergeError::Internal(format!("cannot start a thread to merge a group: {e}"))));
+                receiver
+            }
+        }
     }
 }
 

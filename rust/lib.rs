@@ -61,6 +61,7 @@ mod spill;
 mod store;
 pub mod stream;
 mod version;
+mod workers;
 
 #[cfg(feature = "python")]
 mod python;

@@ -8,12 +8,12 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
-use std::thread;
 
 use arrow_schema::ArrowError;
 
 use crate::error::MergeError;
 use crate::run::Run;
+use crate::workers;
 
 /// Batches each worker may have decoded before the merge takes them.
 const QUEUE_BATCHES: usize = 2;
@@ -75,7 +75,7 @@ fn computed_ahead<T: Send + 'static, E: Send + 'static>(
             let _ = sender.send(None); // the end, said (a queue cut short is an error)
         }
     };
-    match thread::Builder::new().name("merge-core-prefetch".into()).spawn(worker) {
+    match workers::run("merge-core-prefetch", worker) {
         Ok(_) => Box::new(Queue { receiver: Some(receiver), error }),
         Err(e) => {
             let e = MergeError::Internal(format!("cannot start a thread to read a run: {e}"));
@@ -219,7 +219,7 @@ mod tests {
                 let batches = (0..20).map(move |i| {
                     let now = busy.fetch_add(1, Ordering::SeqCst) + 1;
                     most.fetch_max(now, Ordering::SeqCst);
-                    thread::sleep(std::time::Duration::from_micros(200));
+                    std::thread::sleep(std::time::Duration::from_micros(200));
                     busy.fetch_sub(1, Ordering::SeqCst);
                     Ok(batch(vec![i]))
                 });
