@@ -3,7 +3,11 @@ of Parquet files) gives what one thread gives, for any thread count."""
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
+import time
+import warnings
 from pathlib import Path
 
 import merge_core as mc
@@ -99,6 +103,34 @@ def test_a_cut_read_of_a_damaged_file_fails_and_never_hangs(tmp_path, monkeypatc
         assert isinstance(error, mc.CorruptTableError), (threads, error)
         for f, data in intact.items():
             f.write_bytes(data)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_child_made_by_fork_merges_on_workers_of_its_own(tmp_path, monkeypatch):
+    """Worker threads are kept for the next read; a child made by `fork` has none of
+    them, whatever its parent's list of idle workers says: its read must not hand its
+    ranges to threads that are not there (it would wait for them forever)."""
+    monkeypatch.setattr(write, "PAGE_ROWS", 2048)
+    table, reference, _ = one_bucket_table(tmp_path / "t", "int")
+    keys = [k for k, _ in reference]
+    assert table.read(threads=2).read_all()["k"].to_pylist() == keys  # the workers are idle now
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads (Python 3.12+)
+        child = os.fork()
+    if child == 0:
+        same = False
+        try:
+            same = table.read(threads=2).read_all()["k"].to_pylist() == keys
+        finally:
+            os._exit(0 if same else 1)  # never back into pytest
+    deadline = time.monotonic() + 120
+    while (done := os.waitpid(child, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if done[0] == 0:
+        os.kill(child, signal.SIGKILL)
+        os.waitpid(child, 0)
+        pytest.fail("the child's read hangs")
+    assert os.waitstatus_to_exitcode(done[1]) == 0, "the child read other rows, or failed"
 
 
 def _error_within(work, seconds: float) -> Exception | None:
