@@ -129,7 +129,7 @@ impl Groups {
             }
             sender // the group's end, said once its worker is free for the next group
         };
-        match workers::run("merge-core-merge", worker) {
+        match workers::run(worker) {
             Ok(()) => receiver,
             Err(e) => {
                 let (sender, receiver) = handoff(0);

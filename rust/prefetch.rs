@@ -75,7 +75,7 @@ fn computed_ahead<T: Send + 'static, E: Send + 'static>(
             let _ = sender.send(None); // the end, said (a queue cut short is an error)
         }
     };
-    match workers::run("merge-core-prefetch", worker) {
+    match workers::run(worker) {
         Ok(_) => Box::new(Queue { receiver: Some(receiver), error }),
         Err(e) => {
             let e = MergeError::Internal(format!("cannot start a thread to read a run: {e}"));

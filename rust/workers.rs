@@ -52,11 +52,8 @@ struct Idle {
 static WORKERS: Workers = Workers::new();
 
 /// Runs `job` on a worker of the process (see [`Workers::run`]).
-pub(crate) fn run<T: Send + 'static>(
-    name: &'static str,
-    job: impl FnOnce() -> T + Send + 'static,
-) -> io::Result<()> {
-    WORKERS.run(name, job)
+pub(crate) fn run<T: Send + 'static>(job: impl FnOnce() -> T + Send + 'static) -> io::Result<()> {
+    WORKERS.run(job)
 }
 
 impl Workers {
@@ -64,13 +61,12 @@ impl Workers {
         Self { state: Mutex::new(State { idle: Vec::new(), alive: 0, next_id: 0, process: 0 }) }
     }
 
-    /// Runs `job` on an idle worker, or on a new one (named `name`) if none is idle.
+    /// Runs `job` on an idle worker, or on a new one if none is idle.
     /// What `job` returns is dropped after its worker is idle again: a job whose end
     /// someone waits for returns what signals it (a channel's sender), so that a job
     /// started on that signal finds this worker idle rather than starting another.
     pub(crate) fn run<T: Send + 'static>(
         &'static self,
-        name: &'static str,
         job: impl FnOnce() -> T + Send + 'static,
     ) -> io::Result<()> {
         let mut job: Job = Box::new(move || Box::new(job()) as Rest);
@@ -89,9 +85,11 @@ impl Workers {
         };
         sender.send(job).expect("the receiver is alive");
         let worker = move || self.work(id, sender, receiver);
-        std::thread::Builder::new().name(name.into()).spawn(worker).map(drop).inspect_err(|_| {
-            self.lock().alive -= 1;
-        })
+        std::thread::Builder::new().name("merge-core-worker".into()).spawn(worker).map(drop).inspect_err(
+            |_| {
+                self.lock().alive -= 1;
+            },
+        )
     }
 
     /// Workers alive, idle or not.
@@ -163,7 +161,7 @@ mod tests {
         let (said, where_) = channel();
         for _ in 0..5 {
             let said = said.clone();
-            workers.run("test", move || SaysWhere(said)).unwrap();
+            workers.run(move || SaysWhere(said)).unwrap();
             where_.recv().unwrap(); // the job's end, as the next job's starter sees it
         }
         assert_eq!(workers.alive(), 1);
@@ -174,8 +172,8 @@ mod tests {
         let workers = workers();
         let (sender, receiver) = sync_channel::<u32>(0);
         let (done, finished) = channel();
-        workers.run("test", move || done.send(receiver.recv().unwrap() + 1).unwrap()).unwrap();
-        workers.run("test", move || sender.send(41).unwrap()).unwrap();
+        workers.run(move || done.send(receiver.recv().unwrap() + 1).unwrap()).unwrap();
+        workers.run(move || sender.send(41).unwrap()).unwrap();
         assert_eq!(finished.recv_timeout(Duration::from_secs(10)), Ok(42));
         assert_eq!(workers.alive(), 2);
     }
@@ -186,7 +184,7 @@ mod tests {
         let (said, where_) = channel();
         let first = said.clone();
         workers
-            .run("test", move || {
+            .run(move || {
                 let _says = SaysWhere(first);
                 panic!("a job's panic");
             })
@@ -195,7 +193,7 @@ mod tests {
         while workers.lock().idle.is_empty() {
             thread::sleep(Duration::from_millis(1)); // the worker goes idle after the unwind
         }
-        workers.run("test", move || SaysWhere(said)).unwrap();
+        workers.run(move || SaysWhere(said)).unwrap();
         assert_eq!(where_.recv().unwrap(), panicked_on);
         assert_eq!(workers.alive(), 1);
     }
@@ -210,7 +208,7 @@ mod tests {
                 thread::sleep(Duration::from_millis(50)); // all three at once
                 said.send(()).is_ok()
             };
-            workers.run("test", job).unwrap();
+            workers.run(job).unwrap();
         }
         (0..3).for_each(|_| where_.recv().unwrap());
         assert_eq!(workers.alive(), 3);
