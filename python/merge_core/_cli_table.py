@@ -138,7 +138,13 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     p.set_defaults(run=cmd_info)
 
     p = sub("expire", "remove old snapshots and the files nothing uses any more")
-    p.add_argument("--keep", type=int, default=1, help="snapshots to keep")
+    p.add_argument(
+        "--keep",
+        type=int,
+        metavar="N",
+        help="keep exactly the newest N snapshots (default: as the table's options say, as in Paimon: "
+        "snapshot.num-retained.min (10) and those younger than snapshot.time-retained (1 h))",
+    )
     p.add_argument(
         "--orphan-age",
         type=float,
@@ -314,7 +320,8 @@ def describe(info: dict[str, Any]) -> str:
 
 def cmd_expire(args: argparse.Namespace) -> int:
     table = open_table(args.path)
-    check_positive(args.keep, "--keep")
+    if args.keep is not None:
+        check_positive(args.keep, "--keep")
     if args.orphan_age < 0:
         raise UserError(f"--orphan-age must be 0 or more seconds, got {args.orphan_age}")
     result = table.expire(keep_snapshots=args.keep, orphan_age=args.orphan_age)

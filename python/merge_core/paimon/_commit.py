@@ -24,7 +24,7 @@ from typing import Any
 import fastavro
 import pyarrow as pa
 
-from ..errors import CommitConflictError, TableIOError
+from ..errors import CommitConflictError, CorruptTableError, TableIOError, TableNotFoundError
 from . import _binary
 from ._fs import Location
 from ._meta import ADD, DELETE, MANIFEST_VERSIONS, Snapshot, latest_snapshot_id, live_entries, read_avro
@@ -208,12 +208,17 @@ class Committer:
     def _commit(self, entries: list[dict[str, Any]], kind: str) -> int:
         for _ in range(MAX_ATTEMPTS):
             latest_id = latest_snapshot_id(self.root)
-            latest = None if latest_id is None else Snapshot.load(self.root, latest_id)
-            live = [] if latest is None else live_entries(self.root, latest)
-            _check(entries, live, kind)
             attempt = _Attempt()
             try:
+                latest = None if latest_id is None else Snapshot.load(self.root, latest_id)
+                live = [] if latest is None else live_entries(self.root, latest)
+                _check(entries, live, kind)
                 snapshot_id = self._try_commit(latest, live, entries, kind, attempt)
+            except (CorruptTableError, TableNotFoundError):
+                attempt.remove()
+                if latest_id is None or (self.root / "snapshot" / f"snapshot-{latest_id}").exists():
+                    raise
+                continue  # an expire took the snapshot this attempt built on: a newer one exists
             except BaseException:
                 attempt.remove()
                 raise

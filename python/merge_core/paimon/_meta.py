@@ -34,31 +34,55 @@ class Snapshot:
     commit_kind: str
     time_millis: int
     total_record_count: int
+    changelog_manifest_list: str | None = None
+    statistics: str | None = None
 
     @classmethod
     def load(cls, root: Location, snapshot_id: int) -> Snapshot:
         path = root / "snapshot" / f"snapshot-{snapshot_id}"
         try:
-            data = json.loads(path.read_text())
+            return cls.read(path)
         except FileNotFoundError as e:
             raise TableNotFoundError(f"no snapshot {snapshot_id} in the table at {root}") from e
-        except ValueError as e:
+
+    @classmethod
+    def read(cls, path: Location) -> Snapshot:
+        """The snapshot a file holds: ``snapshot-N``, a tag (``tag-NAME``) or a kept
+        changelog (``changelog-N``), which Paimon writes in the same form. A missing file
+        raises ``FileNotFoundError``."""
+        try:
+            data = json.loads(path.read_text())
+        except (ValueError, UnicodeDecodeError) as e:
             raise CorruptTableError(f"{path} is not a snapshot's JSON ({e})") from e
+        if not isinstance(data, dict):
+            raise CorruptTableError(f"{path} is not a snapshot's JSON (not an object)")
         if data.get("version") not in SNAPSHOT_VERSIONS:
             raise UnsupportedFeatureError(f"{path}: snapshot format version {data.get('version')} is not supported")
         try:
             return cls(
                 int(data["id"]),
                 int(data["schemaId"]),
-                data["baseManifestList"],
-                data["deltaManifestList"],
-                data.get("indexManifest"),
-                data.get("commitKind", ""),
+                _name(data["baseManifestList"]),
+                _name(data["deltaManifestList"]),
+                _name(data.get("indexManifest")),
+                str(data.get("commitKind", "")),
                 int(data.get("timeMillis", 0)),
-                int(data.get("totalRecordCount", 0)),
+                int(data.get("totalRecordCount") or 0),
+                _name(data.get("changelogManifestList")),
+                _name(data.get("statistics")),
             )
         except (KeyError, TypeError, ValueError) as e:
             raise CorruptTableError(f"{path} lacks a field of a snapshot ({e})") from e
+
+
+def _name(value: Any) -> Any:
+    """A file name a metadata file holds: a plain name, never a path (a name with a
+    separator, or ``..``, would make a read or a delete reach outside its directory)."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value or "/" in value or "\\" in value or value in (".", ".."):
+        raise ValueError(f"{value!r} is not a file name")
+    return value
 
 
 def snapshot_ids(root: Location) -> list[int]:

@@ -6,6 +6,7 @@ Reads go ``plan`` (the splits of a snapshot) -> ``read_split`` (merged in Rust);
 
 from __future__ import annotations
 
+import datetime
 import functools
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -40,6 +41,7 @@ from ._meta import DataFile, Snapshot, latest_snapshot_id, live_entries, live_fi
 from ._paths import bucket_dir
 from ._plan import SEQUENCE_NUMBER, VALUE_KIND, Plan, Planner, Split
 from ._schema import THIN_MODE, TableSchema, load_schema, schema_ids, schema_json
+from ._travel import load_tag, snapshot_to_read
 from ._write import DataFileWriter, Encoders, TableWrite, bucket_ids, conform, remove_data_file
 
 READ_BATCH_ROWS = 64 * 1024
@@ -183,7 +185,7 @@ class Table:
         level) order: ``path`` (relative to the table), ``partition`` (its values),
         ``bucket``, ``level``, ``rows``, ``bytes``, ``min_sequence``, ``max_sequence`` and
         ``delete_rows`` (the retracts it stores)."""
-        snap = self._snapshot_read(snapshot)
+        snap = None if snapshot is None and latest_snapshot_id(self._root) is None else self.snapshot(snapshot)
         types = [self._schema.field(k).type for k in self._schema.partition_keys]
         out = []
         for f in live_files(self._root, snap) if snap else []:
@@ -337,9 +339,10 @@ class Table:
         buckets with at least ``num-sorted-run.compaction-trigger`` (5) sorted runs."""
         if _deletion_vectors(self._schema):
             raise UnsupportedFeatureError("compacting a table with deletion vectors is not supported yet")
-        snap = self._snapshot_read(None)
-        if snap is None:
+        latest = latest_snapshot_id(self._root)
+        if latest is None:
             return []
+        snap = self.snapshot(latest)
         return compaction_tasks(live_entries(self._root, snap), snap.id, self._schema_of(snap), full)
 
     def compact_bucket(self, task: CompactTask, threads: int = 1) -> CommitMessage:
@@ -391,14 +394,26 @@ class Table:
             for f in m.data_files():
                 remove_data_file(self._root, self._schema, m.partition, m.bucket, f)
 
-    def expire(self, keep_snapshots: int = 1, orphan_age: float = 3600.0) -> dict[str, int]:
-        """Removes snapshots older than the newest ``keep_snapshots``, then the data and
-        manifest files no kept snapshot uses: at once if an expired snapshot used them,
-        else (files of failed writes) once they are ``orphan_age`` seconds old, so that
-        the files of a write in progress are never taken. Index files are kept."""
-        if not isinstance(keep_snapshots, int) or isinstance(keep_snapshots, bool) or keep_snapshots < 1:
+    def expire(self, keep_snapshots: int | None = None, orphan_age: float = 3600.0) -> dict[str, int]:
+        """Expires old snapshots as Paimon does, then removes the files nothing kept uses.
+
+        By default the table's options decide which snapshots expire, as in Paimon: every
+        snapshot beyond ``snapshot.num-retained.max``, and those beyond the newest
+        ``snapshot.num-retained.min`` (10) older than ``snapshot.time-retained`` (1 h), at
+        most ``snapshot.expire.limit`` (50) a call, never one a consumer still reads.
+        ``keep_snapshots=N`` keeps exactly the newest N instead.
+
+        Files are kept while a kept snapshot, a tag, a branch or a kept changelog names
+        them; files only expired snapshots named go at once, and files nothing names (a
+        failed write's) once they are ``orphan_age`` seconds old, so that the files of a
+        write in progress are never taken. Returns what was removed."""
+        if keep_snapshots is not None and (
+            not isinstance(keep_snapshots, int) or isinstance(keep_snapshots, bool) or keep_snapshots < 1
+        ):
             raise InvalidInputError(f"keep_snapshots must be at least 1, got {keep_snapshots!r}")
-        return expire_snapshots(self._root, self._schema, keep_snapshots, orphan_age)
+        if not isinstance(orphan_age, (int, float)) or isinstance(orphan_age, bool) or orphan_age < 0:
+            raise InvalidInputError(f"orphan_age must be a number of seconds (0 or more), got {orphan_age!r}")
+        return expire_snapshots(self._root, self._schema.options, keep_snapshots, orphan_age)
 
     # -- reading --------------------------------------------------------------------
 
@@ -408,10 +423,21 @@ class Table:
         partitions: Mapping[str, Any] | None = None,
         snapshot: int | None = None,
         dynamic_filter: DynamicFilter | Sequence[DynamicFilter] | None = None,
+        tag: str | None = None,
+        as_of: datetime.datetime | None = None,
     ) -> Plan:
         """The splits a read of ``columns`` takes, in (partition, bucket, key) order; the
-        list's ``stats`` say what was pruned."""
-        snap = self._snapshot_read(snapshot)
+        list's ``stats`` say what was pruned. ``snapshot``, ``tag`` and ``as_of`` pick
+        the snapshot as for :meth:`read`."""
+        return self._plan(self._snapshot_read(snapshot, tag, as_of), columns, partitions, dynamic_filter)
+
+    def _plan(
+        self,
+        snap: Snapshot | None,
+        columns: Sequence[str] | None,
+        partitions: Mapping[str, Any] | None,
+        dynamic_filter: DynamicFilter | Sequence[DynamicFilter] | None,
+    ) -> Plan:
         schema = self._schema_of(snap)
         wanted = _wanted(schema, columns)
         if self.buckets == -2:
@@ -454,32 +480,51 @@ class Table:
         snapshot: int | None = None,
         batch_size: int = READ_BATCH_ROWS,
         threads: int | None = None,
+        tag: str | None = None,
+        as_of: datetime.datetime | None = None,
     ) -> Stream:
         """The table's rows as a lazy :class:`Stream`, one row per live key, as Paimon's
-        batch read returns them (``snapshot``: an older snapshot's id; ``partitions`` and
-        ``dynamic_filter`` prune partitions as for :class:`merge_core.Table`). The stream's
-        ``stats`` add the ``snapshot`` read (0: the table has no commit yet), and
-        ``files``, ``partitions`` (each ``_total``, ``_read`` and ``_pruned``), ``splits``
-        and ``dynamic_filters_applied``. ``threads`` (default: one per core) merge buckets
-        at once; with fewer buckets than threads, each is cut into key ranges merged in
-        parallel (docs/memory.md, "Reading a table")."""
+        batch read returns them. The snapshot read is the latest, or (at most one of)
+        ``snapshot`` (an id), ``tag`` (a tag's name) or ``as_of`` (the newest snapshot
+        committed at or before a ``datetime``; a naive one is local time); without them,
+        the table's own ``scan.*`` options pick it as in Paimon (``scan.snapshot-id``,
+        ``scan.tag-name``, ``scan.timestamp-millis``, ``scan.timestamp``, ``scan.mode``).
+        ``partitions`` and ``dynamic_filter`` prune partitions as for
+        :class:`merge_core.Table`. The stream's ``stats`` add the ``snapshot`` read (0:
+        the table has no commit yet), and ``files``, ``partitions`` (each ``_total``,
+        ``_read`` and ``_pruned``), ``splits`` and ``dynamic_filters_applied``.
+        ``threads`` (default: one per core) merge buckets at once; with fewer buckets
+        than threads, each is cut into key ranges merged in parallel (docs/memory.md,
+        "Reading a table")."""
         threads = check_threads(threads)
-        snap = self._snapshot_read(snapshot)
+        snap = self._snapshot_read(snapshot, tag, as_of)
         schema = self._schema_of(snap)
-        plan = self.plan(columns, partitions, snap.id if snap else None, dynamic_filter)
+        plan = self._plan(snap, columns, partitions, dynamic_filter)
         return self._read(plan, schema, _wanted(schema, columns), batch_size, threads, plan.stats)
 
-    def read_schema(self, columns: Sequence[str] | None = None, snapshot: int | None = None) -> pa.Schema:
+    def read_schema(
+        self,
+        columns: Sequence[str] | None = None,
+        snapshot: int | None = None,
+        tag: str | None = None,
+        as_of: datetime.datetime | None = None,
+    ) -> pa.Schema:
         """The schema of a read of ``columns`` (what :meth:`read` returns), without reading."""
-        schema = self._schema_of(self._snapshot_read(snapshot))
+        schema = self._schema_of(self._snapshot_read(snapshot, tag, as_of))
         return self._read([], schema, _wanted(schema, columns), 1, 1, {}).schema
 
-    def _snapshot_read(self, snapshot: int | None) -> Snapshot | None:
-        """The snapshot a read takes: ``snapshot``, else the latest (None: no commit yet,
-        which reads as an empty table)."""
-        if snapshot is None and latest_snapshot_id(self._root) is None:
-            return None
-        return self.snapshot(snapshot)
+    def tags(self) -> dict[str, int]:
+        """The table's tags (by whichever writer made them): name -> snapshot id."""
+        return {
+            name.removeprefix("tag-"): load_tag(self._root, name.removeprefix("tag-")).id
+            for name in (self._root / "tag").names("tag-")
+        }
+
+    def _snapshot_read(
+        self, snapshot: int | None, tag: str | None = None, as_of: datetime.datetime | None = None
+    ) -> Snapshot | None:
+        """The snapshot a read takes (None: no commit yet, which reads as an empty table)."""
+        return snapshot_to_read(self._root, self._schema.options, snapshot, tag, as_of)
 
     def _schema_of(self, snap: Snapshot | None) -> TableSchema:
         if snap is None or snap.schema_id == self._schema.id:
