@@ -11,9 +11,12 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import signal
 import sys
+import threading
 import time
 import traceback
+from typing import Any
 
 import pyarrow.parquet as pq
 
@@ -388,17 +391,36 @@ merge-core bench --scale full --only sort --out /tmp/report
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    interrupted = _note_interrupts()
     try:
+        args = build_parser().parse_args(argv)
         return args.run(args)
     except KeyboardInterrupt:
         print("merge-core: interrupted", file=sys.stderr)
         return 130
     except Exception as e:
+        if interrupted.is_set():  # Ctrl-C in a Python callback, reported by pyarrow or Rust as their error
+            print("merge-core: interrupted", file=sys.stderr)
+            return 130
         if os.environ.get("MERGE_CORE_DEBUG"):
             traceback.print_exc()
         runs = getattr(args, "runs", None) or ([args.input] if getattr(args, "input", None) else None)
         return report(e, runs)
+
+
+def _note_interrupts() -> threading.Event:
+    """Ctrl-C raises KeyboardInterrupt as usual, and is also noted: raised inside a Python
+    callback that pyarrow's C++ or merge-core's Rust called, it comes back as their error
+    ("Unknown error: ... Python exception"), which must still end as an interrupt."""
+    interrupted = threading.Event()
+
+    def on_interrupt(signum: int, frame: Any) -> None:
+        interrupted.set()
+        signal.default_int_handler(signum, frame)
+
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        signal.signal(signal.SIGINT, on_interrupt)
+    return interrupted
 
 
 if __name__ == "__main__":
