@@ -86,3 +86,21 @@ def data_page_rows(path: str | Path, row_group: int, column: int) -> list[int]:
             rows.append(header[8][3])
         reader.pos += size
     return rows
+
+
+def page_checksums(path: str | Path) -> list[int | None]:
+    """The CRC field (``PageHeader.crc``, field 4) of every page of every column chunk
+    (``None``: the page has none)."""
+    meta = pq.ParquetFile(path).metadata
+    data = Path(path).read_bytes()
+    out = []
+    for g in range(meta.num_row_groups):
+        for c in range(meta.num_columns):
+            chunk = meta.row_group(g).column(c)
+            start = chunk.dictionary_page_offset or chunk.data_page_offset
+            reader, end = _Compact(data, start), start + chunk.total_compressed_size
+            while reader.pos < end:
+                header = reader.struct()
+                out.append(header.get(4))
+                reader.pos += header[3]
+    return out

@@ -121,7 +121,7 @@ class SharedTable(RuleBasedStateMachine):
     @rule(data=st.data())
     def pypaimon_tags(self, data):
         snapshot = data.draw(st.sampled_from(sorted(self.snapshots)))
-        name = f"tag{len(self.tags)}-{snapshot}"
+        name = f"tag{next(self.counter)}-{snapshot}"
         self.peers.catalog.create_tag(f"db.{self.name}", name, snapshot_id=snapshot)
         self.tags[name] = self.snapshots[snapshot]
 
@@ -130,8 +130,9 @@ class SharedTable(RuleBasedStateMachine):
     def pypaimon_deletes_a_tag(self, data, also_branch):
         name = data.draw(st.sampled_from(sorted(self.tags)))
         if also_branch:  # a branch made from the tag outlives it
-            self.peers.catalog.create_branch(f"db.{self.name}", f"b{len(self.branches)}", tag_name=name)
-            self.branches[f"b{len(self.branches)}"] = self.tags[name]
+            branch = f"b{next(self.counter)}"
+            self.peers.catalog.create_branch(f"db.{self.name}", branch, tag_name=name)
+            self.branches[branch] = self.tags[name]
         self.peers.catalog.delete_tag(f"db.{self.name}", name)
         del self.tags[name]
 

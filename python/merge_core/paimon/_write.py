@@ -379,6 +379,9 @@ class DataFileWriter:
                 # Each page's key range: a read cuts a bucket into key ranges by it
                 # (merged in parallel) and decodes of each file only the range's pages.
                 write_page_index=True,
+                # A CRC32 of every page, which every reader of the file verifies (merge-core's
+                # Rust decoder, Java's): a flipped bit is an error, never a changed value.
+                write_page_checksum=True,
                 # Pages of the same rows in every column: the two ranges of a cut share
                 # the key's pages around it, and so every column's. (pyarrow ends a page
                 # after a write batch that fills data_page_size: at 1 byte, every batch.)
