@@ -21,7 +21,7 @@ from . import _binary
 from ._dv import deleted_positions
 from ._fs import Location
 from ._meta import DataFile, Snapshot, deletion_vectors
-from ._paths import bucket_dir
+from ._paths import Layout
 from ._schema import TableSchema, load_schema
 
 SEQUENCE_NUMBER = "_SEQUENCE_NUMBER"
@@ -139,6 +139,7 @@ class Planner:
         self, root: Location, snapshot: Snapshot, schema: TableSchema, columns: tuple[str, ...], read: list[str]
     ):
         self.root, self.snapshot, self.schema, self.columns, self.read = root, snapshot, schema, columns, read
+        self.layout = Layout(schema)
         self.partition_types = [schema.field(k).type for k in schema.partition_keys]
         self.key_types = [schema.field(k).type for k in schema.trimmed_keys]
         self.schemas: dict[int, TableSchema] = {schema.id: schema}
@@ -146,7 +147,7 @@ class Planner:
         self.deletion_vectors = deletion_vectors(root, snapshot, self.bucket_path if in_data_dir else lambda p, b: None)
 
     def bucket_path(self, partition: bytes, bucket: int) -> Location:
-        return self.root / bucket_dir(self.schema, _binary.decode(partition, self.partition_types), bucket)
+        return self.root / self.layout.bucket_dir(partition, bucket)
 
     def key(self, row: bytes) -> tuple:
         return _binary.decode(row, self.key_types)

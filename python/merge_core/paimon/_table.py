@@ -38,7 +38,7 @@ from ._compact import CompactTask, compaction_tasks
 from ._expire import expire_snapshots
 from ._fs import Location, Store, resolve
 from ._meta import DataFile, Snapshot, latest_snapshot_id, live_entries, live_files, snapshot_ids
-from ._paths import bucket_dir
+from ._paths import Layout
 from ._plan import SEQUENCE_NUMBER, VALUE_KIND, Plan, Planner, Split
 from ._schema import THIN_MODE, TableSchema, load_schema, schema_ids, schema_json
 from ._travel import load_tag, snapshot_to_read
@@ -75,6 +75,7 @@ class Table:
         if not schema.primary_keys:
             raise UnsupportedFeatureError(f"{root} is an append table: merge-core reads primary-key tables")
         self._setup: PaimonMerge = merge_from_paimon_options(schema.options)
+        self._layout = Layout(schema)  # refuses what would name a directory Paimon does not
         self._planner: Planner | None = None  # the last compaction's
 
     @classmethod
@@ -190,7 +191,7 @@ class Table:
         out = []
         for f in live_files(self._root, snap) if snap else []:
             values = _binary.decode(f.partition, types)
-            folder = bucket_dir(self._schema, values, f.bucket)
+            folder = self._layout.bucket_dir(f.partition, f.bucket)
             out.append(
                 {
                     "path": f.external_path or f"{folder}/{f.name}",
@@ -359,7 +360,7 @@ class Table:
         stream = self._read([whole], schema, list(columns), READ_BATCH_ROWS, 1, {})
         lowest = min(f.min_sequence for f in files)
         with Encoders(check_threads(threads)) as encoders:
-            writer = DataFileWriter(self._root, schema, values, task.bucket, task.level, lowest, encoders)
+            writer = DataFileWriter(self._root, schema, task.partition, task.bucket, task.level, lowest, encoders)
             try:
                 for batch in stream:
                     writer.write(batch)
@@ -704,6 +705,7 @@ def _create(
     text = schema_json(schema, primary, partitions, table_options)
     parsed = TableSchema.parse(text, "the new schema")
     merge_from_paimon_options(parsed.options)  # the options must read back
+    Layout(parsed)  # and name every partition directory as Paimon does
     _check_merge(parsed)
     if schema_ids(root):
         raise TableExistsError(f"a table already exists at {root}")
