@@ -1,19 +1,22 @@
 """Where a table's files go: partition directories named exactly as Paimon names them,
 for every partition type and both ``partition.legacy-name`` settings (against pypaimon
-2.1, pypaimon-rust, and the names Java prints)."""
+2.1, pypaimon-rust, and the names Java prints), and no path ever outside the table."""
 
 from __future__ import annotations
 
 import datetime
 import decimal
 import json
+import shutil
 from pathlib import Path
 
+import fastavro
 import merge_core as mc
 import pyarrow as pa
 import pytest
 from helpers import pypaimon_commit, pypaimon_rust_rows
 from merge_core.paimon import _binary
+from merge_core.paimon._commit import CommitMessage
 from merge_core.paimon._paths import Layout
 from merge_core.paimon._schema import TableSchema
 
@@ -375,3 +378,183 @@ def test_refused_partition_types_and_options(tmp_path, arrow_type, options, matc
     catalog.create_table("db.theirs", definition, False)
     with pytest.raises((mc.UnsupportedFeatureError, mc.InvalidInputError), match=match):
         mc.Table.open(tmp_path / "db.db" / "theirs")
+
+
+# -- nothing outside the table --------------------------------------------------------
+
+PLAIN = pa.schema([pa.field("k", pa.int64(), False), ("v", pa.int64())])
+FIXTURES = Path(__file__).resolve().parent.parent.parent / "shared" / "paimon-fixtures"
+
+
+def _files_outside(tmp_path: Path, root: Path) -> list[Path]:
+    return [p for p in tmp_path.rglob("*") if p.is_file() and root not in p.parents]
+
+
+def _rewrite(path: Path, change, optional: str | None = None) -> None:
+    """Rewrites an Avro metadata file of the table, each record passed to ``change``
+    (records get the field ``optional``, a nullable string, if they lack it)."""
+    with open(path, "rb") as f:
+        reader = fastavro.reader(f)
+        schema, codec, records = reader.writer_schema, reader.codec, list(reader)
+    if optional and all(f["name"] != optional for f in schema["fields"]):
+        schema["fields"].append({"name": optional, "type": ["null", "string"], "default": None})
+    for record in records:
+        change(record)
+    with open(path, "wb") as f:
+        fastavro.writer(f, schema, records, codec=codec)
+
+
+def _manifests(root: Path) -> list[Path]:
+    return sorted(p for p in (root / "manifest").iterdir() if p.name.startswith("manifest-") and "list" not in p.name)
+
+
+@pytest.mark.parametrize(
+    "directory", ["../../escaped", "{tmp}/escaped", "a/../../b", "", ".", "a//b", "x:y", "a\\..\\b"]
+)
+def test_a_data_directory_that_leaves_the_table_is_refused(tmp_path, directory):
+    directory = directory.replace("{tmp}", str(tmp_path))
+    root = tmp_path / "wh" / "db.db" / "t"
+    option = {"data-file.path-directory": directory}
+    with pytest.raises(mc.InvalidInputError, match="'data-file.path-directory'"):
+        mc.Table.create(root, PLAIN, key="k", buckets=1, options=option)
+    table = mc.Table.create(root, PLAIN, key="k", buckets=1)
+    table.write(pa.table({"k": [1], "v": [1]}, schema=PLAIN))
+    schema_file = root / "schema" / "schema-0"  # as if another writer had set the option
+    document = json.loads(schema_file.read_text())
+    document["options"].update(option)
+    schema_file.write_text(json.dumps(document))
+    with pytest.raises(mc.InvalidInputError, match="'data-file.path-directory'"):
+        mc.Table.open(root)
+    table.write(pa.table({"k": [2], "v": [2]}, schema=PLAIN))  # opened before: writes as it opened
+    assert _files_outside(tmp_path, root) == []
+
+
+def test_a_data_directory_inside_the_table_is_shared_with_pypaimon(tmp_path):
+    root = tmp_path / "db.db" / "t"
+    schema = _schema(pa.string())
+    table = mc.Table.create(
+        root, schema, key="k", partition_by="p", buckets=1, options={"data-file.path-directory": "data/files"}
+    )
+    table.write(pa.table({"k": [1, 2], "p": ["a", "b"], "v": [1, 2]}, schema=schema))
+    pypaimon_commit(
+        pypaimon.CatalogFactory.create({"warehouse": str(tmp_path)}).get_table("db.t"),
+        [{"k": 3, "p": "a", "v": 3}],
+        schema,
+    )
+    assert sorted(p.name for p in (root / "data" / "files").iterdir()) == ["p=a", "p=b"]
+    want = [{"k": 1, "p": "a", "v": 1}, {"k": 2, "p": "b", "v": 2}, {"k": 3, "p": "a", "v": 3}]
+    assert _same(table.read().read_all(), want, schema)
+    assert _same(_pypaimon_rows(root), want, schema)
+    assert _same(pypaimon_rust_rows(root), want, schema)
+
+
+@pytest.mark.parametrize("name", ["../../outside.parquet", "/etc/passwd", "bucket-0/x.parquet", "..", ""])
+def test_a_manifest_naming_a_data_file_outside_its_bucket_is_corrupt(tmp_path, name):
+    """Never a read: the file the name leads to is a copy of a real data file."""
+    root = tmp_path / "db.db" / "t"
+    table = mc.Table.create(root, PLAIN, key="k", buckets=1)
+    table.write(pa.table({"k": [1, 2], "v": [1, 2]}, schema=PLAIN))
+    (data,) = (root / "bucket-0").iterdir()
+    (root / "bucket-0" / "x.parquet").write_bytes(data.read_bytes())
+    (tmp_path / "db.db" / "outside.parquet").write_bytes(data.read_bytes())
+    (manifest,) = _manifests(root)
+    _rewrite(manifest, lambda entry: entry["_FILE"].update(_FILE_NAME=name))
+    for attempt in (table.read, table.files, lambda: table.compact(full=True), mc.Table.open(root).plan):
+        with pytest.raises(mc.CorruptTableError, match=manifest.name):
+            attempt()
+
+
+def test_a_manifest_naming_an_external_file_outside_the_external_paths_is_corrupt(tmp_path):
+    root = tmp_path / "db.db" / "t"
+    outside, places = tmp_path / "outside", tmp_path / "ext%2Fernal"  # taken literally, as Paimon writes it
+    table = mc.Table.create(root, PLAIN, key="k", buckets=1, options={"data-file.external-paths": f"file://{places}"})
+    table.write(pa.table({"k": [1, 2], "v": [1, 2]}, schema=PLAIN))
+    (data,) = (root / "bucket-0").iterdir()
+    for folder in (outside, places / "bucket-0"):
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / data.name).write_bytes(data.read_bytes())
+    (manifest,) = _manifests(root)
+    original = manifest.read_bytes()
+    for path in (
+        f"file://{outside}/{data.name}",
+        f"{outside}/{data.name}",
+        "/etc/passwd",
+        f"file:{places}/../outside/{data.name}",
+    ):
+        manifest.write_bytes(original)
+        _rewrite(manifest, lambda entry: entry["_FILE"].update(_EXTERNAL_PATH=path))  # noqa: B023
+        with pytest.raises(mc.CorruptTableError, match=manifest.name):
+            table.read()
+    manifest.write_bytes(original)
+    data.unlink()  # read from the place the options name
+    _rewrite(manifest, lambda entry: entry["_FILE"].update(_EXTERNAL_PATH=f"file:{places}/bucket-0/{data.name}"))
+    assert table.read().read_all().to_pylist() == [{"k": 1, "v": 1}, {"k": 2, "v": 2}]
+
+
+def test_external_paths_written_by_pypaimon_are_read(tmp_path):
+    places = tmp_path / "external"
+    places.mkdir()
+    options = {
+        "bucket": "1",
+        "data-file.external-paths": f"file://{places}",
+        "data-file.external-paths.strategy": "round-robin",
+    }
+    schema = _schema(pa.string())
+    catalog = pypaimon.CatalogFactory.create({"warehouse": str(tmp_path)})
+    catalog.create_database("db", True)
+    catalog.create_table("db.t", pypaimon.Schema.from_pyarrow_schema(schema, ["p"], ["p", "k"], options), False)
+    rows = [{"k": 1, "p": "a", "v": 1}, {"k": 2, "p": "b/c", "v": 2}]
+    pypaimon_commit(catalog.get_table("db.t"), rows, schema)
+    assert sorted(p.name for p in places.iterdir()) == ["p=a", "p=b%2Fc"]
+    assert _same(mc.Table.open(tmp_path / "db.db" / "t").read().read_all(), rows, schema)
+
+
+def test_a_manifest_list_naming_a_manifest_outside_the_manifest_directory_is_corrupt(tmp_path):
+    root = tmp_path / "db.db" / "t"
+    table = mc.Table.create(root, PLAIN, key="k", buckets=1)
+    table.write(pa.table({"k": [1], "v": [1]}, schema=PLAIN))
+    (manifest,) = _manifests(root)
+    (tmp_path / "db.db" / manifest.name).write_bytes(manifest.read_bytes())
+    delta = json.loads((root / "snapshot" / "snapshot-1").read_text())["deltaManifestList"]
+    _rewrite(root / "manifest" / delta, lambda meta: meta.update(_FILE_NAME=f"../../{manifest.name}"))
+    with pytest.raises(mc.CorruptTableError, match=delta):
+        table.read()
+
+
+@pytest.mark.skipif(not FIXTURES.is_dir(), reason="the shared Paimon fixtures are not beside this checkout")
+@pytest.mark.parametrize("field", ["_FILE_NAME", "_EXTERNAL_PATH"])
+def test_an_index_manifest_naming_a_deletion_vector_file_outside_the_table_is_corrupt(tmp_path, field):
+    """Never a read: the file the entry leads to is a copy of the real index file."""
+    name = "pk_table_scan_and_read_dv"
+    root = tmp_path / "db.db" / name
+    shutil.copytree(FIXTURES / f"{name}.db" / name, root)
+    table = mc.Table.open(root)
+    before = table.read().read_all()
+    index_manifest = root / "manifest" / table.snapshot().index_manifest
+    outside = tmp_path / "outside-index"
+    value = "../../../outside-index" if field == "_FILE_NAME" else f"file://{outside}"
+
+    def lead_outside(entry):
+        if entry["_INDEX_TYPE"] == "DELETION_VECTORS":
+            outside.write_bytes((root / "index" / entry["_FILE_NAME"]).read_bytes())
+            entry[field] = value
+
+    _rewrite(index_manifest, lead_outside, optional=field)
+    assert outside.exists() and before.num_rows > 0
+    with pytest.raises(mc.CorruptTableError, match=index_manifest.name):
+        table.read()
+
+
+def test_commit_messages_naming_paths_are_refused_before_anything_is_removed(tmp_path):
+    root = tmp_path / "db.db" / "t"
+    table = mc.Table.create(root, PLAIN, key="k", buckets=1)
+    table.write(pa.table({"k": [1], "v": [1]}, schema=PLAIN))
+    victim = tmp_path / "db.db" / "victim"
+    victim.write_text("someone else's")
+    files = table.files()
+    bad = CommitMessage(_binary.encode([], []), 0, 1, new_files=({"_FILE_NAME": "../../victim"},))
+    for attempt in (table.abort, table.commit):
+        with pytest.raises(mc.InvalidInputError, match="commit message"):
+            attempt([bad])
+    assert victim.read_text() == "someone else's"
+    assert table.snapshots() == [1] and table.files() == files

@@ -27,12 +27,19 @@ BINARY, VARBINARY        refused: Java names the array object       the bytes as
 
 ``Float``/``Double.toString`` are Java's since JDK 19: the shortest decimal that reads
 back as the value (two digits when one would do, the nearer one when two qualify).
+
+Nothing named here leads outside the table: the partition part is ``name=value``
+components whose separators are escaped, ``data-file.path-directory`` is refused unless
+it is a plain relative path, and a file name a manifest holds is refused unless it is a
+plain name (:func:`file_name`), as is an external path outside the places the table's
+options name (:func:`external_file`).
 """
 
 from __future__ import annotations
 
 import decimal
 import math
+import os
 import re
 import struct
 import unicodedata
@@ -42,14 +49,16 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..errors import InvalidInputError, UnsupportedFeatureError
+from ..errors import CorruptTableError, InvalidInputError, UnsupportedFeatureError
 from . import _binary
-from ._schema import Field, TableSchema
+from ._fs import Location
+from ._schema import Field, TableSchema, load_schema, schema_ids
 
 DEFAULT_PARTITION_NAME = "__DEFAULT_PARTITION__"
 PATH_DIRECTORY = "data-file.path-directory"
 DEFAULT_NAME = "partition.default-name"
 LEGACY_NAME = "partition.legacy-name"
+EXTERNAL_PATHS = ("data-file.external-paths", "global-index.external-path")
 _ESCAPED = set("\"#%'*/:=?\\\x7f{}[]^")
 _JAVA_SPACES = set("\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f")
 _NOT_JAVA_SPACES = set("\u00a0\u2007\u202f")  # non-breaking: Unicode spaces Java does not count
@@ -277,6 +286,24 @@ def _utf8(value: bytes, column: str) -> str:
 # -- options --------------------------------------------------------------------------
 
 
+def data_directory(options: dict[str, str]) -> str | None:
+    """``data-file.path-directory``: a relative path below the table's root, or refused."""
+    value = options.get(PATH_DIRECTORY)
+    if value is None:
+        return None
+    parts = value.split("/")
+    if any(p in ("", ".", "..") for p in parts) or "\\" in value or ":" in value or _has_control(value):
+        raise InvalidInputError(
+            f"option '{PATH_DIRECTORY}' = {value!r} must be a relative path of plain names inside the table "
+            "(no '..', '.', empty or absolute parts, no ':' or '\\')"
+        )
+    return value
+
+
+def _has_control(text: str) -> bool:
+    return any(ord(c) < 0x20 or ord(c) == 0x7F for c in text)
+
+
 def _legacy_names(options: dict[str, str]) -> bool:
     value = options.get(LEGACY_NAME, "true")
     if value.strip().lower() not in ("true", "false"):
@@ -297,11 +324,12 @@ def _default_name(options: dict[str, str]) -> str:
 class Layout:
     """How the data files of a table under ``schema`` are laid out. Made once per schema;
     its options and partition column types are checked on construction (refused by
-    name if merge-core would compute a directory Paimon does not)."""
+    name if merge-core would compute a directory Paimon does not, or one outside the
+    table)."""
 
     def __init__(self, schema: TableSchema):
         options = schema.options
-        self.directory = options.get(PATH_DIRECTORY)
+        self.directory = data_directory(options)
         self.default = _default_name(options)
         self.legacy = _legacy_names(options)
         columns = [schema.field(k) for k in schema.partition_keys]
@@ -333,3 +361,88 @@ def bucket_dir(schema: TableSchema, partition: bytes | Sequence[Any], bucket: in
     if not isinstance(partition, bytes):
         partition = _binary.encode(partition, [schema.field(k).type for k in schema.partition_keys])
     return Layout(schema).bucket_dir(partition, bucket)
+
+
+# -- names a manifest holds -------------------------------------------------------------
+
+
+def file_name(name: Any, where: Any, error: type[Exception] = CorruptTableError) -> str:
+    """``name``, a file name the metadata file ``where`` holds, if it is one plain name:
+    a path (a separator, ``..``) would make a read or a delete reach another directory."""
+    if not isinstance(name, str) or name in ("", ".", "..") or "/" in name or "\\" in name or _has_control(name):
+        raise error(f"{where} names a file {name!r}, which is not a plain file name")
+    return name
+
+
+def external_file(path: Any, places: Sequence[str], root: str, where: Any) -> str:
+    """``path``, an external path the metadata file ``where`` holds, as a local path, if it
+    lies below the table's ``root`` or one of the ``places`` the table's options name
+    (``data-file.external-paths``, ``global-index.external-path``)."""
+    local = _local(path, where) if isinstance(path, str) else None
+    allowed = [root, *(p for p in (_local(place, None) for place in places) if p)]
+    if local is None or not any(local.startswith(place.rstrip("/") + "/") for place in allowed):
+        named = ", ".join(repr(p) for p in places) or "none"
+        raise CorruptTableError(
+            f"{where} names the external file {path!r}, outside the table and the external paths its options name "
+            f"({named})"
+        )
+    return local
+
+
+def external_places(root: Location) -> list[str]:
+    """The external paths that any schema of the table at ``root`` names in its options
+    (a file keeps the place it was written to when the options change)."""
+    places = set()
+    for schema_id in schema_ids(root):
+        options = load_schema(root, schema_id).options
+        places |= {p.strip() for key in EXTERNAL_PATHS for p in options.get(key, "").split(",") if p.strip()}
+    return sorted(places)
+
+
+class ManifestPaths:
+    """Checks the names and external paths that the manifests of the table at ``root``
+    give their files, before anything reads or removes them (the table's external paths
+    are looked up once, at the first external path met)."""
+
+    def __init__(self, root: Location):
+        self.root = root
+        self._places: list[str] | None = None
+
+    def data_file(self, f: dict[str, Any], where: Any) -> None:
+        """A manifest entry's ``_FILE`` record."""
+        file_name(f.get("_FILE_NAME"), where)
+        for extra in f.get("_EXTRA_FILES") or ():
+            file_name(extra, where)
+        self.external(f.get("_EXTERNAL_PATH"), where)
+
+    def index_file(self, entry: dict[str, Any], where: Any) -> None:
+        """An index manifest entry."""
+        file_name(entry.get("_FILE_NAME"), where)
+        self.external(entry.get("_EXTERNAL_PATH"), where)
+
+    def external(self, path: Any, where: Any) -> str | None:
+        """An external path as a local path, checked (``None`` if there is none)."""
+        if not path:
+            return None
+        if self._places is None:
+            self._places = external_places(self.root)
+        return external_file(path, self._places, self.root.path, where)
+
+
+def _local(path: str, where: Any) -> str | None:
+    """A path as Paimon's ``Path`` writes it (``file:/a``, ``file:///a`` or ``/a``; the
+    rest taken literally, not percent-decoded) as a normalized local path. Another
+    scheme is not supported (``None`` for an option's place, which then allows nothing)."""
+    colon, slash = path.find(":"), path.find("/")
+    if colon > 0 and (slash == -1 or colon < slash):
+        if path[:colon].lower() != "file":
+            if where is None:
+                return None
+            raise UnsupportedFeatureError(f"{where}: external path {path!r} on '{path[:colon]}' is not supported yet")
+        path = path[colon + 1 :]
+    if path.startswith("//") and len(path) > 2:
+        authority, _, rest = path[2:].partition("/")
+        if authority not in ("", "localhost"):
+            return None
+        path = "/" + rest
+    return os.path.normpath(path) if path.startswith("/") else None
