@@ -47,6 +47,7 @@ from collections.abc import Callable, Sequence
 from fractions import Fraction
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from ..errors import CorruptTableError, InvalidInputError, UnsupportedFeatureError
@@ -96,20 +97,23 @@ def _shortest_decimal(v: float, single: bool) -> tuple[str, int]:
     """The decimal Java picks for ``v`` > 0 as significant digits and the power of ten of
     the first: of the decimals that round to ``v``, those with the fewest digits (at
     least two), the nearest to ``v`` (on a tie, the even one)."""
+    # Python's repr (numpy's str for a float32) is that decimal when it has two digits or
+    # more: the shortest that reads back, the nearest of those.
+    shortest = decimal.Decimal(repr(v) if not single else str(np.float32(v))).normalize()
+    digits = "".join(map(str, shortest.as_tuple().digits))
+    if len(digits) >= 2:
+        return digits, shortest.adjusted()
+    # One digit would do: Java takes the nearest of the two-digit decimals that round to v.
     low, high, closed = _rounding_interval(v, single)
     exact = Fraction(v)
-    leading = decimal.Decimal(v).adjusted()  # exact: the power of ten of v's first digit
-    for n in range(1, 20):
-        step = Fraction(10) ** (leading - max(n, 2) + 1)
-        centre = round(exact / step)
-        inside = [
-            c for c in (centre - 1, centre, centre + 1) if low < c * step < high or (closed and c * step in (low, high))
-        ]
-        if inside:
-            best = min(inside, key=lambda c: (abs(c * step - exact), c % 2))
-            digits = str(best).rstrip("0")
-            return digits, leading - max(n, 2) + len(str(best))
-    raise AssertionError(f"no decimal rounds to {v!r}")  # every float has one of 17 digits
+    power = decimal.Decimal(v).adjusted() - 1  # of the second digit
+    step = Fraction(10) ** power
+    centre = round(exact / step)
+    inside = [
+        c for c in (centre - 1, centre, centre + 1) if low < c * step < high or (closed and c * step in (low, high))
+    ]
+    best = min(inside, key=lambda c: (abs(c * step - exact), c % 2))
+    return str(best).rstrip("0"), power + len(str(best)) - 1
 
 
 def _rounding_interval(v: float, single: bool) -> tuple[Fraction, Fraction, bool]:
@@ -300,8 +304,12 @@ def data_directory(options: dict[str, str]) -> str | None:
     return value
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_NOT_IN_A_NAME = re.compile(r"[\x00-\x1f\x7f/\\]")
+
+
 def _has_control(text: str) -> bool:
-    return any(ord(c) < 0x20 or ord(c) == 0x7F for c in text)
+    return _CONTROL.search(text) is not None
 
 
 def _legacy_names(options: dict[str, str]) -> bool:
@@ -369,7 +377,7 @@ def bucket_dir(schema: TableSchema, partition: bytes | Sequence[Any], bucket: in
 def file_name(name: Any, where: Any, error: type[Exception] = CorruptTableError) -> str:
     """``name``, a file name the metadata file ``where`` holds, if it is one plain name:
     a path (a separator, ``..``) would make a read or a delete reach another directory."""
-    if not isinstance(name, str) or name in ("", ".", "..") or "/" in name or "\\" in name or _has_control(name):
+    if not isinstance(name, str) or name in ("", ".", "..") or _NOT_IN_A_NAME.search(name):
         raise error(f"{where} names a file {name!r}, which is not a plain file name")
     return name
 
