@@ -18,8 +18,8 @@ from merge_core.paimon._binary import decode
 from merge_core.paimon._dv import MAGIC_32, MAGIC_64, deleted_positions
 from merge_core.paimon._fs import Location, resolve
 from merge_core.paimon._meta import DeletionVector
-from merge_core.paimon._paths import java_string, partition_dir
-from merge_core.paimon._schema import TableSchema, arrow_type
+from merge_core.paimon._paths import bucket_dir, java_floating, local_date_time
+from merge_core.paimon._schema import Field, TableSchema, arrow_type
 from pyroaring import BitMap, BitMap64
 
 
@@ -74,13 +74,14 @@ def test_paimon_type_strings():
 
 
 def test_partition_directories_as_paimon_names_them():
-    schema = TableSchema(0, (), ("d", "s", "x"), (), {})
+    fields = (Field(0, "d", pa.date32(), False), Field(1, "s", pa.string(), True), Field(2, "x", pa.float64(), True))
+    schema = TableSchema(0, fields, ("d", "s", "x"), (), {})
     day = datetime.date(2023, 1, 1)
-    assert partition_dir(schema, [day, "a/b=c", None]) == "d=19358/s=a%2Fb%3Dc/x=__DEFAULT_PARTITION__"
-    assert partition_dir(schema, [1, " ", 2.5]) == "d=1/s=__DEFAULT_PARTITION__/x=2.5"
-    assert java_string(datetime.datetime(2024, 5, 6, 7, 8)) == "2024-05-06T07:08"
-    assert java_string(datetime.datetime(2024, 5, 6, 7, 8, 9, 500000)) == "2024-05-06T07:08:09.500"
-    assert java_string(1e10) == "1.0E10" and java_string(True) == "true"
+    assert bucket_dir(schema, [day, "a/b=c", None], 0) == "d=19358/s=a%2Fb%3Dc/x=__DEFAULT_PARTITION__/bucket-0"
+    assert bucket_dir(schema, [day, " ", 2.5], 3) == "d=19358/s=__DEFAULT_PARTITION__/x=2.5/bucket-3"
+    assert local_date_time(1714979280000, 0) == "2024-05-06T07:08"
+    assert local_date_time(1714979289500, 0) == "2024-05-06T07:08:09.500"
+    assert java_floating(1e10, single=False) == "1.0E10"
 
 
 @pytest.mark.parametrize(

@@ -20,14 +20,17 @@ import pyarrow as pa
 from ..errors import CorruptTableError, UnsupportedFeatureError
 
 EPOCH = datetime.datetime(1970, 1, 1)
+_EXACT = decimal.Context(prec=80)  # wide enough for any DECIMAL(38, s): no rounding
 
 
 def header_size(arity: int) -> int:
     return ((arity + 63 + 8) // 64) * 8
 
 
-def decode(data: bytes, types: Sequence[pa.DataType]) -> tuple[Any, ...]:
-    """A manifest's serialized row (arity prefix included) as Python values of ``types``."""
+def decode(data: bytes, types: Sequence[pa.DataType], raw: bool = False) -> tuple[Any, ...]:
+    """A manifest's serialized row (arity prefix included) as Python values of ``types``;
+    ``raw``: dates, times and timestamps as Java holds them (a day number, milliseconds
+    of the day, epoch milliseconds and nanoseconds within the millisecond), exactly."""
     if len(data) < 4:
         raise CorruptTableError(f"a serialized BinaryRow needs at least 4 bytes, got {len(data)}")
     (arity,) = struct.unpack_from(">i", data, 0)
@@ -38,11 +41,12 @@ def decode(data: bytes, types: Sequence[pa.DataType]) -> tuple[Any, ...]:
     if len(row) < base + 8 * arity:
         raise CorruptTableError(f"a BinaryRow of {arity} fields is cut short ({len(row)} bytes)")
     return tuple(
-        None if row[(i + 8) >> 3] & (1 << ((i + 8) & 7)) else _field(row, base + 8 * i, t) for i, t in enumerate(types)
+        None if row[(i + 8) >> 3] & (1 << ((i + 8) & 7)) else _field(row, base + 8 * i, t, raw)
+        for i, t in enumerate(types)
     )
 
 
-def _field(row: memoryview, at: int, t: pa.DataType) -> Any:
+def _field(row: memoryview, at: int, t: pa.DataType, raw: bool) -> Any:
     slot = bytes(row[at : at + 8])
     if pa.types.is_boolean(t):
         return slot[0] != 0
@@ -52,7 +56,9 @@ def _field(row: memoryview, at: int, t: pa.DataType) -> Any:
         return struct.unpack_from("<h", slot)[0]
     if pa.types.is_int32(t) or pa.types.is_date32(t) or pa.types.is_time32(t):
         value = struct.unpack_from("<i", slot)[0]
-        return datetime.date(1970, 1, 1) + datetime.timedelta(days=value) if pa.types.is_date32(t) else value
+        if raw or not pa.types.is_date32(t):
+            return value
+        return datetime.date(1970, 1, 1) + datetime.timedelta(days=value)
     if pa.types.is_int64(t):
         return struct.unpack_from("<q", slot)[0]
     if pa.types.is_float32(t):
@@ -60,8 +66,13 @@ def _field(row: memoryview, at: int, t: pa.DataType) -> Any:
     if pa.types.is_float64(t):
         return struct.unpack_from("<d", slot)[0]
     if pa.types.is_string(t) or pa.types.is_binary(t):
-        raw = _var_bytes(row, slot)
-        return raw.decode("utf-8") if pa.types.is_string(t) else raw
+        data = _var_bytes(row, slot)
+        if not pa.types.is_string(t):
+            return data
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise CorruptTableError(f"a BinaryRow's string field is not UTF-8: {data!r}") from None
     if pa.types.is_decimal(t):
         if t.precision <= 18:
             unscaled = struct.unpack_from("<q", slot)[0]
@@ -69,14 +80,18 @@ def _field(row: memoryview, at: int, t: pa.DataType) -> Any:
             (word,) = struct.unpack_from("<Q", slot)
             offset, size = word >> 32, word & 0xFFFFFFFF
             unscaled = int.from_bytes(row[offset : offset + size], "big", signed=True)
-        return decimal.Decimal(unscaled).scaleb(-t.scale)
+        return decimal.Decimal(unscaled).scaleb(-t.scale, _EXACT)
     if pa.types.is_timestamp(t):
         if _precision(t) <= 3:
             millis, nanos = struct.unpack_from("<q", slot)[0], 0
         else:
             (word,) = struct.unpack_from("<Q", slot)
             offset, nanos = word >> 32, word & 0xFFFFFFFF
+            if offset + 8 > len(row) or nanos >= 1_000_000:
+                raise CorruptTableError("a BinaryRow's timestamp field is out of its bounds")
             millis = struct.unpack_from("<q", row, offset)[0]
+        if raw:
+            return millis, nanos
         return EPOCH + datetime.timedelta(milliseconds=millis, microseconds=nanos // 1000)
     raise UnsupportedFeatureError(f"cannot decode a BinaryRow field of type {t}")
 
@@ -145,7 +160,7 @@ def _put(row: bytearray, at: int, value: Any, t: pa.DataType) -> None:
     elif pa.types.is_string(t) or pa.types.is_binary(t) or pa.types.is_large_string(t):
         _put_bytes(row, at, value.encode("utf-8") if isinstance(value, str) else bytes(value))
     elif pa.types.is_decimal(t):
-        unscaled = int(decimal.Decimal(value).scaleb(t.scale))
+        unscaled = int(decimal.Decimal(value).scaleb(t.scale, _EXACT))
         if t.precision <= 18:
             struct.pack_into("<q", row, at, unscaled)
         else:

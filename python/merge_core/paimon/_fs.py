@@ -23,7 +23,7 @@ from typing import Any
 
 import pyarrow.fs as pafs
 
-from ..errors import InvalidInputError, TableIOError, UnsupportedFeatureError
+from ..errors import CorruptTableError, InvalidInputError, TableIOError, UnsupportedFeatureError
 
 PUT_IF_ABSENT = "atomic create-if-absent (put-if-absent)"
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
@@ -301,6 +301,13 @@ class Location:
     path: str
 
     def __truediv__(self, name: str) -> Location:
+        """What ``name`` (one or more names joined by ``/``) names below this location.
+        The names come from a table's metadata and options, all checked where they are
+        read; a part that would lead elsewhere (``..``, ``.``, empty: an absolute path)
+        is refused here too, as the last guard of every path a table reads, writes or
+        removes."""
+        if any(part in ("", ".", "..") for part in name.split("/")):
+            raise CorruptTableError(f"{name!r} does not name a file below {self}")
         return Location(self.store, f"{self.path.rstrip('/')}/{name}")
 
     @property

@@ -17,6 +17,7 @@ import fastavro
 
 from ..errors import CorruptTableError, TableNotFoundError, UnsupportedFeatureError
 from ._fs import Location, resolve
+from ._paths import ManifestPaths, file_name
 
 SNAPSHOT_VERSIONS = (3,)
 MANIFEST_VERSIONS = (1, 2)
@@ -180,9 +181,12 @@ def live_entries(root: Location, snapshot: Snapshot) -> list[dict[str, Any]]:
     delta lists, folded (an ADD and a later DELETE of the same file cancel)."""
     live: dict[tuple, dict[str, Any]] = {}
     manifest_dir = root / "manifest"
+    paths = ManifestPaths(root)
     for listing in (snapshot.base_manifest_list, snapshot.delta_manifest_list):
         for meta in read_avro(manifest_dir / listing, MANIFEST_VERSIONS):
-            for entry in read_avro(manifest_dir / meta["_FILE_NAME"], MANIFEST_VERSIONS):
+            manifest = manifest_dir / file_name(meta["_FILE_NAME"], manifest_dir / listing)
+            for entry in read_avro(manifest, MANIFEST_VERSIONS):
+                paths.data_file(entry["_FILE"], manifest)
                 key = _identifier(entry)
                 if entry["_KIND"] == ADD:
                     if key in live:
@@ -220,12 +224,15 @@ def deletion_vectors(
     if not snapshot.index_manifest:
         return {}
     out = {}
-    for entry in read_avro(root / "manifest" / snapshot.index_manifest, INDEX_MANIFEST_VERSIONS):
+    paths = ManifestPaths(root)
+    index_manifest = root / "manifest" / snapshot.index_manifest
+    for entry in read_avro(index_manifest, INDEX_MANIFEST_VERSIONS):
         if entry["_INDEX_TYPE"] != "DELETION_VECTORS" or entry["_KIND"] != ADD:
             continue
+        paths.index_file(entry, index_manifest)
         partition, bucket = entry["_PARTITION"], entry["_BUCKET"]
         directory = in_data_dir(partition, bucket)
-        external = entry.get("_EXTERNAL_PATH")
+        external = paths.external(entry.get("_EXTERNAL_PATH"), index_manifest)
         path = resolve(external) if external else (directory or root / "index") / entry["_FILE_NAME"]
         for r in entry.get("_DELETIONS_VECTORS_RANGES") or ():
             if r is not None:

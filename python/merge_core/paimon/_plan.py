@@ -21,7 +21,7 @@ from . import _binary
 from ._dv import deleted_positions
 from ._fs import Location
 from ._meta import DataFile, Snapshot, deletion_vectors
-from ._paths import bucket_dir
+from ._paths import Layout, ManifestPaths
 from ._schema import TableSchema, load_schema
 
 SEQUENCE_NUMBER = "_SEQUENCE_NUMBER"
@@ -139,6 +139,8 @@ class Planner:
         self, root: Location, snapshot: Snapshot, schema: TableSchema, columns: tuple[str, ...], read: list[str]
     ):
         self.root, self.snapshot, self.schema, self.columns, self.read = root, snapshot, schema, columns, read
+        self.layout = Layout(schema)
+        self.manifest_paths = ManifestPaths(root)
         self.partition_types = [schema.field(k).type for k in schema.partition_keys]
         self.key_types = [schema.field(k).type for k in schema.trimmed_keys]
         self.schemas: dict[int, TableSchema] = {schema.id: schema}
@@ -146,7 +148,7 @@ class Planner:
         self.deletion_vectors = deletion_vectors(root, snapshot, self.bucket_path if in_data_dir else lambda p, b: None)
 
     def bucket_path(self, partition: bytes, bucket: int) -> Location:
-        return self.root / bucket_dir(self.schema, _binary.decode(partition, self.partition_types), bucket)
+        return self.root / self.layout.bucket_dir(partition, bucket)
 
     def key(self, row: bytes) -> tuple:
         return _binary.decode(row, self.key_types)
@@ -176,7 +178,8 @@ class Planner:
             raise UnsupportedFeatureError(f"data file {f.name}: only Parquet data files are supported")
         if f.schema_id not in self.schemas:
             self.schemas[f.schema_id] = load_schema(self.root, f.schema_id)
-        path = local_path(f.external_path) if f.external_path else (self.bucket_path(partition, bucket) / f.name).path
+        external = self.manifest_paths.external(f.external_path, f"data file {f.name}")
+        path = external or (self.bucket_path(partition, bucket) / f.name).path
         dv = self.deletion_vectors.get((partition, bucket, f.name))
         deleted = None if dv is None else deleted_positions(dv)
         return FileRead(path, self.file_columns(self.schemas[f.schema_id]), deleted, f.rows)
@@ -186,13 +189,3 @@ class Planner:
         under schema ``written`` that holds it (matched by field id), or ``None``."""
         by_id = {f.id: f.name for f in written.fields}
         return (*(by_id.get(self.schema.field(c).id) for c in self.read), SEQUENCE_NUMBER, VALUE_KIND)
-
-
-def local_path(path: str) -> str:
-    """A file's external path as a local path (only local filesystems are read so far)."""
-    scheme, sep, rest = path.partition("://")
-    if not sep:
-        return path
-    if scheme != "file":
-        raise UnsupportedFeatureError(f"data file {path}: external paths on '{scheme}' are not supported yet")
-    return rest

@@ -90,6 +90,7 @@ class Field:
     name: str
     type: pa.DataType
     nullable: bool
+    paimon_type: Any = field(default=None, compare=False)  # the type as the schema file spells it
 
     def arrow(self) -> pa.Field:
         return pa.field(self.name, self.type, self.nullable, metadata={FIELD_ID: str(self.id).encode()})
@@ -97,7 +98,7 @@ class Field:
 
 def _field(spec: dict[str, Any]) -> Field:
     data_type, nullable = arrow_type(spec["type"])
-    return Field(int(spec["id"]), spec["name"], data_type, nullable)
+    return Field(int(spec["id"]), spec["name"], data_type, nullable, spec["type"])
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ from ._compact import CompactTask, compaction_tasks
 from ._expire import expire_snapshots
 from ._fs import Location, Store, resolve
 from ._meta import DataFile, Snapshot, latest_snapshot_id, live_entries, live_files, snapshot_ids
-from ._paths import bucket_dir
+from ._paths import Layout, file_name
 from ._plan import SEQUENCE_NUMBER, VALUE_KIND, Plan, Planner, Split
 from ._schema import THIN_MODE, TableSchema, load_schema, schema_ids, schema_json
 from ._travel import load_tag, snapshot_to_read
@@ -75,6 +75,7 @@ class Table:
         if not schema.primary_keys:
             raise UnsupportedFeatureError(f"{root} is an append table: merge-core reads primary-key tables")
         self._setup: PaimonMerge = merge_from_paimon_options(schema.options)
+        self._layout = Layout(schema)  # refuses options that would put files where Paimon does not
         self._planner: Planner | None = None  # the last compaction's
 
     @classmethod
@@ -190,7 +191,7 @@ class Table:
         out = []
         for f in live_files(self._root, snap) if snap else []:
             values = _binary.decode(f.partition, types)
-            folder = bucket_dir(self._schema, values, f.bucket)
+            folder = self._layout.bucket_dir(f.partition, f.bucket)
             out.append(
                 {
                     "path": f.external_path or f"{folder}/{f.name}",
@@ -265,6 +266,7 @@ class Table:
         """Commits what writes and compactions prepared, as Paimon does: the appends as
         one snapshot, the compactions as the next; returns the last snapshot's id (None
         if there was nothing to commit). If the commit fails, its files are removed."""
+        _check_names(messages)
         try:
             return Committer(self._root, self._schema).commit(messages)
         except BaseException:
@@ -359,7 +361,7 @@ class Table:
         stream = self._read([whole], schema, list(columns), READ_BATCH_ROWS, 1, {})
         lowest = min(f.min_sequence for f in files)
         with Encoders(check_threads(threads)) as encoders:
-            writer = DataFileWriter(self._root, schema, values, task.bucket, task.level, lowest, encoders)
+            writer = DataFileWriter(self._root, schema, task.partition, task.bucket, task.level, lowest, encoders)
             try:
                 for batch in stream:
                     writer.write(batch)
@@ -390,6 +392,7 @@ class Table:
 
     def abort(self, messages: Sequence[CommitMessage]) -> None:
         """Removes the files of messages that will not be committed."""
+        _check_names(messages)
         for m in messages:
             for f in m.data_files():
                 remove_data_file(self._root, self._schema, m.partition, m.bucket, f)
@@ -576,6 +579,14 @@ class Table:
         )
 
 
+def _check_names(messages: Sequence[CommitMessage]) -> None:
+    """Refuses messages naming a data file by a path rather than a name (a manifest
+    naming it would send readers, and a removal, outside the bucket's directory)."""
+    for m in messages:
+        for f in (*m.new_files, *m.compact_before, *m.compact_after):
+            file_name(f.get("_FILE_NAME"), "a commit message", InvalidInputError)
+
+
 def _fetcher(store: Store, path: str) -> Callable[[], bytes] | None:
     """How the read gets a data file off the local disk: fetched whole when its run
     reaches it (``None``: Rust opens the local file itself)."""
@@ -704,6 +715,7 @@ def _create(
     text = schema_json(schema, primary, partitions, table_options)
     parsed = TableSchema.parse(text, "the new schema")
     merge_from_paimon_options(parsed.options)  # the options must read back
+    Layout(parsed)  # and place every file inside the table, where Paimon would
     _check_merge(parsed)
     if schema_ids(root):
         raise TableExistsError(f"a table already exists at {root}")

@@ -33,7 +33,7 @@ from . import _binary
 from ._commit import CommitMessage
 from ._fs import Location
 from ._meta import Snapshot, latest_snapshot_id, live_files
-from ._paths import bucket_dir
+from ._paths import Layout
 from ._plan import SEQUENCE_NUMBER, VALUE_KIND
 from ._schema import FIELD_ID, TableSchema
 
@@ -82,6 +82,7 @@ class TableWrite:
             raise UnsupportedFeatureError(
                 f"writing to a table with 'bucket' = {self.buckets} (dynamic or postponed buckets) is not supported"
             )
+        self.layout = Layout(schema)  # refuses what would name a directory Paimon does not
         self.table_schema = schema.arrow
         self.partitions = _Partitions(self.table_schema, list(schema.partition_keys))
         sort_schema = self.table_schema
@@ -167,9 +168,9 @@ class _FileCutter:
                         self._close_files()
                         group, last_key, last_index = g, None, -1
                         values = w.partitions.values(g // w.buckets)
-                        self.values, self.bucket = values, g % w.buckets
-                        partition = _binary.encode(values, w.partitions.types)
-                        self.sequence = self.next_sequence.get((partition, self.bucket), 0)
+                        self.partition = _binary.encode(values, w.partitions.types)
+                        self.bucket = g % w.buckets
+                        self.sequence = self.next_sequence.get((self.partition, self.bucket), 0)
                     rows = batch.slice(start, end - start)
                     index = _version_index(rows, list(w.schema.trimmed_keys), last_key, last_index)
                     last_key = tuple(rows.column(k)[-1].as_py() for k in w.schema.trimmed_keys)
@@ -200,7 +201,7 @@ class _FileCutter:
         while len(self.files) <= top:
             w = self.write
             self.files.append(
-                DataFileWriter(w.root, w.schema, self.values, self.bucket, 0, self.sequence, self.encoders)
+                DataFileWriter(w.root, w.schema, self.partition, self.bucket, 0, self.sequence, self.encoders, w.layout)
             )
         if top == 0:
             self.files[0].write(rows)
@@ -271,28 +272,29 @@ def data_file_schema(schema: TableSchema) -> pa.Schema:
 
 
 class DataFileWriter:
-    """Writes one data file of sorted rows (one row per key) and describes it as its
-    manifest record. Rows without ``_SEQUENCE_NUMBER`` are numbered from ``first_sequence``
-    in order; rows without ``_VALUE_KIND`` are adds. The Parquet encoding runs on
-    ``encoders`` (on the caller's thread by default), one step of a file after another."""
+    """Writes one data file of sorted rows (one row per key) of the partition whose
+    serialized row is ``partition``, and describes it as its manifest record. Rows
+    without ``_SEQUENCE_NUMBER`` are numbered from ``first_sequence`` in order; rows
+    without ``_VALUE_KIND`` are adds. The Parquet encoding runs on ``encoders`` (on the
+    caller's thread by default), one step of a file after another."""
 
     def __init__(
         self,
         root: Location,
         schema: TableSchema,
-        partition: tuple[Any, ...],
+        partition: bytes,
         bucket: int,
         level: int,
         first_sequence: int,
         encoders: Encoders | None = None,
+        layout: Layout | None = None,
     ):
         self.root, self.schema, self.level = root, schema, level
         self.encoders = encoders or Encoders(1)
         self._last: Future[Any] | None = None  # this file's latest encoding step
-        self.partition = _binary.encode(partition, [schema.field(k).type for k in schema.partition_keys])
-        self.bucket = bucket
+        self.partition, self.bucket = partition, bucket
         self.name = f"data-{uuid.uuid4()}-0.parquet"
-        self.path = root / bucket_dir(schema, partition, bucket) / self.name
+        self.path = root / (layout or Layout(schema)).bucket_dir(partition, bucket) / self.name
         self.file_schema = data_file_schema(schema)
         self.keys = list(schema.trimmed_keys)
         self.key_types = [schema.field(k).type for k in self.keys]
@@ -535,8 +537,7 @@ def _bounds(column: pa.Array) -> tuple[Any, Any]:
 
 
 def remove_data_file(root: Location, schema: TableSchema, partition: bytes, bucket: int, f: dict[str, Any]) -> None:
-    values = _binary.decode(partition, [schema.field(k).type for k in schema.partition_keys])
-    _delete_file(root, root / bucket_dir(schema, values, bucket) / f["_FILE_NAME"])
+    _delete_file(root, root / Layout(schema).bucket_dir(partition, bucket) / f["_FILE_NAME"])
 
 
 def _delete_file(root: Location, path: Location) -> None:
