@@ -65,12 +65,14 @@ def test_a_flipped_bit_is_an_error_naming_the_file_or_changes_nothing(written, t
     assert errors >= 12, "most flips land in page bytes, which their checksums guard"
 
 
-def test_a_java_written_file_with_a_damaged_page_is_refused(tmp_path):
-    """Pages written without a checksum (older writers) still read; with one, verified."""
+def test_a_damaged_page_of_a_parquet_run_given_to_merge_is_refused(tmp_path):
+    """Any Parquet file merge-core decodes, not only a table's: a page with a checksum is
+    verified (pages written without one, as by older writers, read unverified)."""
     path = tmp_path / "f.parquet"
     pq.write_table(pa.table({"k": range(1000)}), path, write_page_checksum=True, compression="none")
+    assert mc.merge([str(path)], key="k").read_all().num_rows == 1000
     data = bytearray(path.read_bytes())
     data[40] ^= 0x10  # inside the first page's values
     path.write_bytes(bytes(data))
-    with pytest.raises(mc.InvalidInputError, match="CRC|checksum"):
+    with pytest.raises(mc.CorruptTableError, match="f.parquet.*CRC checksum mismatch"):
         mc.merge([str(path)], key="k").read_all()

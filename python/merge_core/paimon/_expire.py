@@ -37,6 +37,7 @@ from ..errors import CorruptTableError, TableIOError, UnsupportedFeatureError
 from ._fs import Location
 from ._meta import ADD, INDEX_MANIFEST_VERSIONS, MANIFEST_VERSIONS, Snapshot, read_avro, snapshot_ids
 from ._options import bool_option, duration_ms, int_option
+from ._paths import file_name
 
 # Directories at the table's root that hold metadata of their own kind: never searched
 # for data files (a branch's data files live in the table's bucket directories).
@@ -220,7 +221,7 @@ class References:
         for listing in filter(None, lists):
             meta.add(listing)
             for manifest in self._read(listing, MANIFEST_VERSIONS, still_there):
-                name = _checked(manifest["_FILE_NAME"], listing)
+                name = file_name(manifest["_FILE_NAME"], listing)
                 meta.add(name)
                 for entry in self._read(name, MANIFEST_VERSIONS, still_there):
                     names = _entry_names(entry, name)
@@ -236,7 +237,7 @@ class References:
         if snap.index_manifest:
             meta.add(snap.index_manifest)
             for entry in self._read(snap.index_manifest, INDEX_MANIFEST_VERSIONS, still_there):
-                meta.add(_checked(entry["_FILE_NAME"], snap.index_manifest))
+                meta.add(file_name(entry["_FILE_NAME"], snap.index_manifest))
         if snap.statistics:
             meta.add(snap.statistics)
         return meta, data
@@ -258,12 +259,6 @@ def _listed(directory: Location, prefix: str) -> Iterable[Location]:
     return (directory / name for name in directory.names(prefix))
 
 
-def _checked(name: Any, where: str) -> str:
-    if not isinstance(name, str) or not name or "/" in name or "\\" in name or name in (".", ".."):
-        raise CorruptTableError(f"metadata file {where} names {name!r}, which is not a file name")
-    return name
-
-
 def _entry_key(entry: dict[str, Any]) -> tuple:
     f = entry["_FILE"]
     return entry["_PARTITION"], entry["_BUCKET"], f["_LEVEL"], f["_FILE_NAME"]
@@ -275,7 +270,7 @@ def _entry_names(entry: dict[str, Any], manifest: str) -> set[str]:
     f = entry["_FILE"]
     if f.get("_EXTERNAL_PATH"):
         return set()
-    return {_checked(f["_FILE_NAME"], manifest), *(_checked(x, manifest) for x in f.get("_EXTRA_FILES") or ())}
+    return {file_name(f["_FILE_NAME"], manifest), *(file_name(x, manifest) for x in f.get("_EXTRA_FILES") or ())}
 
 
 def _remove_unused(

@@ -63,27 +63,21 @@ class Snapshot:
             return cls(
                 int(data["id"]),
                 int(data["schemaId"]),
-                _name(data["baseManifestList"]),
-                _name(data["deltaManifestList"]),
-                _name(data.get("indexManifest")),
+                file_name(data["baseManifestList"], path),
+                file_name(data["deltaManifestList"], path),
+                _optional_name(data.get("indexManifest"), path),
                 str(data.get("commitKind", "")),
                 int(data.get("timeMillis", 0)),
                 int(data.get("totalRecordCount") or 0),
-                _name(data.get("changelogManifestList")),
-                _name(data.get("statistics")),
+                _optional_name(data.get("changelogManifestList"), path),
+                _optional_name(data.get("statistics"), path),
             )
         except (KeyError, TypeError, ValueError) as e:
             raise CorruptTableError(f"{path} lacks a field of a snapshot ({e})") from e
 
 
-def _name(value: Any) -> Any:
-    """A file name a metadata file holds: a plain name, never a path (a name with a
-    separator, or ``..``, would make a read or a delete reach outside its directory)."""
-    if value is None:
-        return None
-    if not isinstance(value, str) or not value or "/" in value or "\\" in value or value in (".", ".."):
-        raise ValueError(f"{value!r} is not a file name")
-    return value
+def _optional_name(value: Any, where: Location) -> str | None:
+    return None if value is None else file_name(value, where)
 
 
 def snapshot_ids(root: Location) -> list[int]:
