@@ -59,7 +59,7 @@ def test_every_argument_has_help_and_shows_its_default():
     None, False or empty) is in it."""
     import argparse
 
-    from merge_core.cli import build_parser
+    from merge_core.cli.app import build_parser
 
     def parsers(parser):
         yield parser
@@ -228,7 +228,7 @@ def test_a_failure_of_merge_core_is_exit_status_1(files):
 
 
 def test_library_messages_in_the_command_lines_words():
-    from merge_core._cli_common import cli_message, parse_memory
+    from merge_core.cli.common import cli_message, parse_memory
 
     assert cli_message("memory_limit must be a byte count") == "--memory must be a byte count"
     assert "merge-core table create" in cli_message("no table (create it with Table.create)")
@@ -245,7 +245,7 @@ class Terminal(io.StringIO):
 
 
 def test_progress_draws_on_a_terminal_only():
-    from merge_core._cli_common import Progress
+    from merge_core.cli.common import Progress
 
     quiet = io.StringIO()
     with Progress(quiet) as progress:
@@ -400,6 +400,6 @@ def test_outputs_are_written_whole_or_not_at_all(tmp_path):
 def test_the_command_line_starts_without_importing_pandas():
     """pandas takes a quarter of a second to import; `merge-core --help` must not pay it
     (an Arrow array built at import time, in any module, imports it)."""
-    code = "import sys, merge_core.cli; print('pandas' in sys.modules)"
+    code = "import sys, merge_core.cli.app; print('pandas' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

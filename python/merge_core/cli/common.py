@@ -1,6 +1,6 @@
 """What every ``merge-core`` command shares: its errors, argument checks, progress line,
-help layout and Parquet output. ``cli.py`` and ``_cli_table.py`` both import this module
-(and not each other)."""
+help layout, Parquet output and summary. Each command's module imports this one (and
+not each other)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,10 @@ import pyarrow.parquet as pq
 
 import merge_core as mc
 
-from ._sort import parse_size
+from .._sort import parse_size
+
+MERGE_FUNCTIONS = ["deduplicate", "first-row", "partial-update", "aggregate", "none"]
+
 
 #: The smallest --memory a command accepts: below it a sort spills a run every few rows.
 MIN_MEMORY = 2**20
@@ -449,3 +452,16 @@ def report(e: BaseException, runs: Sequence[str] | None = None) -> int:
         message += " (a bug in merge-core: run with MERGE_CORE_DEBUG=1 for the traceback)"
     print(f"merge-core: {prefix}: {one_line(cli_message(message, runs), 600)}", file=sys.stderr)
     return status
+
+
+def summary(what: str, seconds: float, stats: dict, rows: int, out: str) -> None:
+    speed = rate(stats["rows_in"], seconds)
+    print(
+        f"{what}: {plural(stats['rows_in'], 'row')} in, {plural(rows, 'row')} out in {seconds:.2f}s ({speed}) -> {out}"
+    )
+    if "spilled_runs" in stats:
+        print(
+            f"  spilled {plural(stats['spilled_runs'], 'run')}, {stats['spilled_bytes'] / 2**20:.1f} MiB, "
+            f"{plural(stats['merge_passes'], 'merge pass', 'merge passes')}, "
+            f"peak memory {stats['peak_memory_bytes'] / 2**20:.1f} MiB"
+        )

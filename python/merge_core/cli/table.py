@@ -11,8 +11,8 @@ import pyarrow as pa
 
 import merge_core as mc
 
-from . import contest
-from ._cli_common import (
+from .. import contest
+from .common import (
     HelpFormatter,
     Progress,
     UserError,
@@ -72,7 +72,7 @@ merge-core table expire lake/users --keep 3
 }
 
 
-def add_commands(commands: argparse._SubParsersAction) -> None:
+def add_command_to(commands: argparse._SubParsersAction) -> None:
     table = commands.add_parser(
         "table",
         help="an Apache Paimon primary-key table: create | write | read | compact | info | expire",

@@ -8,7 +8,16 @@ import os
 import tempfile
 from dataclasses import dataclass, field
 
-from ._cli_common import Progress, UserError, check_positive, plural, spark_error, spark_progress, start_spark
+from .common import (
+    Progress,
+    UserError,
+    add_command,
+    check_positive,
+    plural,
+    spark_error,
+    spark_progress,
+    start_spark,
+)
 
 #: The pipelines, in the order they run, each with the line that says what it does.
 PIPELINES = {
@@ -28,12 +37,30 @@ class Timing:
         return min(self.seconds)
 
 
+def add_command_to(commands: argparse._SubParsersAction) -> None:
+    p = add_command(
+        commands,
+        "demo",
+        "generate contest data, upsert it on Spark with merge-core's two pipelines and with Spark SQL, compare",
+        """
+merge-core demo
+merge-core demo --rows 1000000 --repeat 3 --master 'local[4]'
+""",
+    )
+    p.add_argument("--rows", type=int, default=200_000, help="rows of the base file; each increment has rows/5")
+    p.add_argument("--increments", type=int, default=10, help="increment files after the base file")
+    p.add_argument("--repeat", type=int, default=2, help="runs of each pipeline; the best time is shown")
+    p.add_argument("--master", default="local[2]", help="Spark master URL")
+    p.add_argument("--seed", type=int, default=0, help="random seed of the generated data")
+    p.set_defaults(run=cmd_demo)
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     import time
 
     import merge_core.spark as mcs
 
-    from . import contest
+    from .. import contest
 
     check_positive(args.rows, "--rows")
     check_positive(args.repeat, "--repeat")
