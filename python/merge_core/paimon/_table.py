@@ -32,7 +32,7 @@ from ..errors import (
     TableNotFoundError,
     UnsupportedFeatureError,
 )
-from . import _binary
+from . import _binary, _key_order
 from ._commit import CommitMessage, Committer, summary
 from ._compact import CompactTask, compaction_tasks
 from ._expire import expire_snapshots
@@ -205,7 +205,7 @@ class Table:
                     "delete_rows": f.delete_rows,
                 }
             )
-        out.sort(key=lambda f: (tuple((v is None, v) for v in f["partition"]), f["bucket"], f["level"], f["path"]))
+        out.sort(key=lambda f: (_key_order.sort_key(f["partition"]), f["bucket"], f["level"], f["path"]))
         return out
 
     def info(self) -> dict[str, Any]:
