@@ -56,7 +56,8 @@ def to_f32(x: float) -> float:
 
 
 def java_order(v: Any) -> Any:
-    """Java's order for min/max: floats by Double.compare (every NaN largest)."""
+    """Java's order of keys and for min/max: floats by Double.compare (-0.0 < 0.0, every NaN
+    one value, the largest)."""
     if isinstance(v, float):
         return (1, 0.0) if math.isnan(v) else (0, total_order_f64(v))
     return v

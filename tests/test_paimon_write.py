@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import shutil
+import struct
 from pathlib import Path
 from unittest import mock
 
@@ -357,14 +358,19 @@ def test_versions_a_write_cannot_fold_go_one_to_a_file(tmp_path):
 
 
 def test_version_index_continues_across_batches():
+    from merge_core.paimon import _key_order
     from merge_core.paimon._write import _version_index
 
-    batch = pa.record_batch({"a": [1, 1, 2, 2, 2, 3], "b": ["x", "x", "x", "x", "y", "y"]})
-    assert _version_index(batch, ["a", "b"], None, -1).tolist() == [0, 1, 0, 1, 0, 0]
-    assert _version_index(batch, ["a", "b"], (1, "x"), 2).tolist() == [3, 4, 0, 1, 0, 0]
-    assert _version_index(batch, ["a", "b"], (0, "x"), 2).tolist() == [0, 1, 0, 1, 0, 0]
-    assert _version_index(batch.slice(0, 1), ["a"], (2,), 0).tolist() == [0], "a different key"
-    assert _version_index(batch.slice(0, 1), ["a"], (1,), 0).tolist() == [1]
+    a, b = pa.array([1, 1, 2, 2, 2, 3]), pa.array(["x", "x", "x", "x", "y", "y"])
+    assert _version_index([a, b], None, -1).tolist() == [0, 1, 0, 1, 0, 0]
+    assert _version_index([a, b], (1, "x"), 2).tolist() == [3, 4, 0, 1, 0, 0]
+    assert _version_index([a, b], (0, "x"), 2).tolist() == [0, 1, 0, 1, 0, 0]
+    assert _version_index([a.slice(0, 1)], (2,), 0).tolist() == [0], "a different key"
+    assert _version_index([a.slice(0, 1)], (1,), 0).tolist() == [1]
+    # Keys as Paimon tells them apart: -0.0 and 0.0 are two, NaNs of any bits one.
+    neg_nan = struct.unpack("<d", struct.pack("<Q", 0xFFF8_0000_0000_0000))[0]
+    floats = _key_order.ordered(pa.array([-0.0, 0.0, float("nan"), neg_nan]))
+    assert _version_index([floats], None, -1).tolist() == [0, 0, 0, 1]
 
 
 @pytest.mark.parametrize("width", [8, 4096])

@@ -31,7 +31,7 @@ def sorted_reference(table: pa.Table, key: list[str], order=None) -> list[dict]:
 KEYS = {
     "int64": (st.integers(-(2**63), 2**63 - 1), pa.int64(), None),
     "uint8": (st.integers(0, 255), pa.uint8(), None),
-    "float64": (st.floats(), pa.float64(), oracle.total_order_f64),
+    "float64": (st.floats(), pa.float64(), oracle.java_order),
     "utf8": (st.text(max_size=8), pa.string(), None),
     "large_binary": (st.binary(max_size=8), pa.large_binary(), None),
     "fixed_size_binary": (st.binary(min_size=2, max_size=2), pa.binary(2), None),

@@ -6,6 +6,10 @@
 //! anything else (composite keys included) goes through arrow's row format, whose byte
 //! order equals the column-by-column order of the contract.
 //!
+//! The order is Paimon's (its Java comparator of each type): floats as `Double.compare`
+//! and `Float.compare` order them, every NaN equal and above `+inf`, `-0.0 < 0.0` (see
+//! [`canonical_nans`]); strings and binaries by their unsigned bytes.
+//!
 //! [`dispatch`] picks the encoder from the key's data types once, so that the engines
 //! are compiled per key representation and the inner loop never branches on a type.
 
@@ -22,7 +26,7 @@ use arrow_schema::DataType;
 use crate::error::Result;
 
 pub(crate) use bytes::{ByteEncoder, FixedEncoder, ViewEncoder};
-pub(crate) use primitive::{native_values as primitive_values, PrimitiveEncoder};
+pub(crate) use primitive::{canonical_nans, native_values as primitive_values, PrimitiveEncoder};
 pub(crate) use rows::RowEncoder;
 
 /// The keys of one batch, in a form that compares fast.

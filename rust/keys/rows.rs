@@ -10,7 +10,7 @@ use arrow_array::ArrayRef;
 use arrow_row::{RowConverter, Rows, SortField};
 use arrow_schema::DataType;
 
-use super::{digest_past, tie_is_exact, KeyEncoder, KeyValues, SharedHead};
+use super::{canonical_nans, digest_past, tie_is_exact, KeyEncoder, KeyValues, SharedHead};
 use crate::error::Result;
 
 pub(crate) struct RowKeys {
@@ -56,8 +56,35 @@ impl KeyEncoder for RowEncoder {
     type Values = RowKeys;
 
     fn encode(&self, columns: &[ArrayRef]) -> Result<Self::Values> {
-        let rows = self.converter.convert_columns(columns)?;
+        let rows = self.converter.convert_columns(&canonical_nans(columns))?;
         let head = self.head.learn(rows.iter().map(|row| row.data())).clone();
         Ok(RowKeys { rows, head })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use arrow_array::{Float64Array, Int32Array};
+    use proptest::prelude::*;
+
+    use super::super::primitive::tests::{float, java_compare_f64};
+    use super::*;
+
+    proptest! {
+        /// A composite key with a float column orders as Java's comparator of the key
+        /// row: the float by `Double.compare`, then the next column.
+        #[test]
+        fn float_columns_compare_as_java(keys in prop::collection::vec((float(), 0..3i32), 1..12)) {
+            let encoder = RowEncoder::new(&[DataType::Float64, DataType::Int32]).unwrap();
+            let floats: ArrayRef = Arc::new(Float64Array::from_iter_values(keys.iter().map(|k| k.0)));
+            let ints: ArrayRef = Arc::new(Int32Array::from_iter_values(keys.iter().map(|k| k.1)));
+            let rows = encoder.encode(&[floats, ints]).unwrap();
+            for (i, a) in keys.iter().enumerate() {
+                for (j, b) in keys.iter().enumerate() {
+                    let java = java_compare_f64(a.0, b.0).then(a.1.cmp(&b.1));
+                    prop_assert_eq!(rows.compare(i, &rows, j), java, "{:?} vs {:?}", a, b);
+                }
+            }
+        }
     }
 }

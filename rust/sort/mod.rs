@@ -42,6 +42,7 @@ use arrow_schema::SchemaRef;
 use crate::error::{invalid, MergeError, Result};
 use crate::fold::value::ColumnView;
 use crate::fold::{Folder, MergeFunction};
+use crate::keys::canonical_nans;
 use crate::plan::output_schema;
 use crate::run::{Layout, Run};
 use crate::spill::{Compression, SpillDir, SpillFile};
@@ -506,7 +507,8 @@ struct Piece {
 
 impl Piece {
     fn measure(buffer: &SortBuffer, batch: RecordBatch) -> Result<Self> {
-        let keys = buffer.converter.convert_columns(&buffer.key_columns(&batch))?;
+        // Keys in Java's order: a float key's NaNs made one (see `crate::keys`).
+        let keys = buffer.converter.convert_columns(&canonical_nans(&buffer.key_columns(&batch)))?;
         let bytes = data_bytes(&batch) + keys.size() + batch.num_rows() * buffer.fixed_row_bytes();
         Ok(Self { batch, keys, bytes })
     }
@@ -578,10 +580,41 @@ impl Iterator for CountRows {
 mod tests {
     use std::sync::Arc;
 
-    use arrow_array::{Array, Int64Array, ListArray};
-    use arrow_schema::Field;
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::Float64Type;
+    use arrow_array::{Array, Float64Array, Int64Array, ListArray, RecordBatch};
+    use arrow_schema::{DataType, Field, Schema};
 
-    use super::{plan_round, slice_bytes};
+    use super::{plan_round, slice_bytes, SortBuffer, SortOptions};
+    use crate::fold::MergeFunction;
+
+    /// Float keys sort as Java's `Double.compare` orders them, in memory and through
+    /// spilled runs: every NaN one key, above `+inf`, and `-0.0` below `0.0`.
+    #[test]
+    fn float_keys_sort_in_javas_order() {
+        let weird_nan = f64::from_bits(0x7ff0_0000_0000_0001);
+        let keys = vec![f64::NAN, 1.0, -f64::NAN, f64::NEG_INFINITY, 0.0, -0.0, weird_nan, f64::INFINITY];
+        let schema = Arc::new(Schema::new(vec![Field::new("k", DataType::Float64, false)]));
+        for memory_limit in [1 << 20, 256] {
+            let mut options = SortOptions::new(&["k"]);
+            options.merge = Some(MergeFunction::Deduplicate { ignore_delete: false, drop_deletes: true });
+            options.memory_limit = memory_limit; // 256 bytes: a spill every few rows
+            let mut buffer = SortBuffer::new(schema.clone(), options).unwrap();
+            for &k in &keys {
+                let column = Arc::new(Float64Array::from(vec![k]));
+                buffer.write(&RecordBatch::try_new(schema.clone(), vec![column]).unwrap()).unwrap();
+            }
+            let out: Vec<f64> = buffer
+                .finish()
+                .unwrap()
+                .flat_map(|batch| batch.unwrap().column(0).as_primitive::<Float64Type>().values().to_vec())
+                .collect();
+            let bits: Vec<u64> = out.iter().map(|v| v.to_bits()).collect();
+            let expected = [f64::NEG_INFINITY, -0.0, 0.0, 1.0, f64::INFINITY];
+            assert_eq!(bits[..5], expected.map(f64::to_bits), "limit {memory_limit}: {out:?}");
+            assert!(out.len() == 6 && out[5].is_nan(), "limit {memory_limit}: {out:?}");
+        }
+    }
 
     #[test]
     fn a_slice_of_nested_lists_counts_its_own_elements() {

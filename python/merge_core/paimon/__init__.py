@@ -1,9 +1,11 @@
 """Apache Paimon primary-key tables, read and written natively: ``mc.Table``.
 
 Planning happens here, in Python, from the table's own files (``_schema``, ``_meta``,
-``_binary``, ``_dv``, ``_paths``, ``_plan``); the data files are decoded and merged in
-Rust (``_native.read_paimon``). Writes (``_write``) sort and fold in Rust's sort buffer and
-write Parquet with pyarrow; commits (``_commit``) and ``_expire`` handle the metadata.
+``_binary``, ``_dv``, ``_paths``, ``_plan``; keys compared in Paimon's order by
+``_key_order``); the data files are decoded and merged in Rust (``_native.read_paimon``).
+Writes (``_write``) sort and fold in Rust's sort buffer and write Parquet with pyarrow;
+commits (``_commit``) and ``_expire`` handle the metadata. ``_validation`` holds the rules
+Paimon checks a schema against, at create and at open.
 """
 
 from ._commit import CommitMessage, summary

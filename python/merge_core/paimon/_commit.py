@@ -25,7 +25,7 @@ import fastavro
 import pyarrow as pa
 
 from ..errors import CommitConflictError, CorruptTableError, TableIOError, TableNotFoundError
-from . import _binary
+from . import _binary, _key_order
 from ._fs import Location
 from ._meta import ADD, DELETE, MANIFEST_VERSIONS, Snapshot, latest_snapshot_id, live_entries, read_avro
 from ._schema import TableSchema
@@ -377,8 +377,9 @@ def value_stats(rows: Iterable[Sequence[Any]], types: Sequence[pa.DataType]) -> 
             if v is None:
                 nulls[i] += 1
             else:
-                lows[i] = v if lows[i] is None or v < lows[i] else lows[i]
-                highs[i] = v if highs[i] is None or v > highs[i] else highs[i]
+                order = _key_order.value_key(v)  # Paimon's order (a NaN is largest)
+                lows[i] = v if lows[i] is None or order < _key_order.value_key(lows[i]) else lows[i]
+                highs[i] = v if highs[i] is None or order > _key_order.value_key(highs[i]) else highs[i]
     return {
         "_MIN_VALUES": _binary.encode(lows, types),
         "_MAX_VALUES": _binary.encode(highs, types),

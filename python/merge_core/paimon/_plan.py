@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import UnsupportedFeatureError
-from . import _binary
+from . import _binary, _key_order
 from ._dv import deleted_positions
 from ._fs import Location
 from ._meta import DataFile, Snapshot, deletion_vectors
@@ -78,8 +78,9 @@ class Plan(list):
 
 def sections(files: Sequence[DataFile], key: Callable[[bytes], tuple]) -> list[list[list[DataFile]]]:
     """Paimon's IntervalPartition: ``files`` as sections of sorted runs, in key order.
-    ``key`` decodes a serialized key row into a comparable tuple. Ranges are inclusive:
-    touching ranges share a section."""
+    ``key`` decodes a serialized key row into a tuple whose Python order is Paimon's key
+    order (:func:`_key_order.row_key`): every comparison here is of such tuples. Ranges
+    are inclusive: touching ranges share a section."""
     ranges = {id(f): (key(f.min_key), key(f.max_key)) for f in files}  # decoded once per file
     ordered = sorted(files, key=lambda f: ranges[id(f)])
     out: list[list[DataFile]] = []
@@ -151,14 +152,15 @@ class Planner:
         return self.root / self.layout.bucket_dir(partition, bucket)
 
     def key(self, row: bytes) -> tuple:
-        return _binary.decode(row, self.key_types)
+        """A file's min or max key, comparable in Paimon's order."""
+        return _key_order.row_key(row, self.key_types)
 
     def splits(self, files: Sequence[DataFile], chosen: Callable[[tuple], bool] | None) -> list[Split]:
         by_bucket: dict[tuple[bytes, int], list[DataFile]] = {}
         for f in files:
             by_bucket.setdefault((f.partition, f.bucket), []).append(f)
         buckets = [(_binary.decode(p, self.partition_types), b, p, group) for (p, b), group in by_bucket.items()]
-        buckets.sort(key=lambda item: (tuple((v is None, v) for v in item[0]), item[1]))
+        buckets.sort(key=lambda item: (_key_order.sort_key(item[0]), item[1]))
         out = []
         for values, bucket, partition, group in buckets:
             if chosen is not None and not chosen(values):

@@ -32,7 +32,7 @@ from ..errors import (
     TableNotFoundError,
     UnsupportedFeatureError,
 )
-from . import _binary
+from . import _binary, _key_order
 from ._commit import CommitMessage, Committer, summary
 from ._compact import CompactTask, compaction_tasks
 from ._expire import expire_snapshots
@@ -42,6 +42,7 @@ from ._paths import Layout, file_name
 from ._plan import SEQUENCE_NUMBER, VALUE_KIND, Plan, Planner, Split
 from ._schema import THIN_MODE, TableSchema, load_schema, schema_ids, schema_json
 from ._travel import load_tag, snapshot_to_read
+from ._validation import check_new, check_stored
 from ._write import DataFileWriter, Encoders, TableWrite, bucket_ids, conform, remove_data_file
 
 READ_BATCH_ROWS = 64 * 1024
@@ -122,7 +123,7 @@ class Table:
         ids = schema_ids(root)
         if not ids:
             raise TableNotFoundError(f"no Paimon table at {root} (it has no schema/schema-N file)")
-        return cls(root, load_schema(root, ids[-1]))
+        return cls(root, _checked_schema(root, ids[-1]))
 
     # -- what the table is ----------------------------------------------------------
 
@@ -205,7 +206,7 @@ class Table:
                     "delete_rows": f.delete_rows,
                 }
             )
-        out.sort(key=lambda f: (tuple((v is None, v) for v in f["partition"]), f["bucket"], f["level"], f["path"]))
+        out.sort(key=lambda f: (_key_order.sort_key(f["partition"]), f["bucket"], f["level"], f["path"]))
         return out
 
     def info(self) -> dict[str, Any]:
@@ -532,7 +533,7 @@ class Table:
     def _schema_of(self, snap: Snapshot | None) -> TableSchema:
         if snap is None or snap.schema_id == self._schema.id:
             return self._schema
-        return load_schema(self._root, snap.schema_id)
+        return _checked_schema(self._root, snap.schema_id)
 
     def _read(
         self,
@@ -585,6 +586,13 @@ def _check_names(messages: Sequence[CommitMessage]) -> None:
     for m in messages:
         for f in (*m.new_files, *m.compact_before, *m.compact_after):
             file_name(f.get("_FILE_NAME"), "a commit message", InvalidInputError)
+
+
+def _checked_schema(root: Location, schema_id: int) -> TableSchema:
+    """Schema ``schema_id`` of the table, refused if it breaks Paimon's schema rules."""
+    schema = load_schema(root, schema_id)
+    check_stored(schema, str(root / "schema" / f"schema-{schema_id}"))
+    return schema
 
 
 def _fetcher(store: Store, path: str) -> Callable[[], bytes] | None:
@@ -697,11 +705,6 @@ def _create(
     if not keys:
         raise InvalidInputError("a table needs a key")
     names = schema.names
-    if len(set(names)) != len(names):
-        raise InvalidInputError("the schema has duplicate column names")
-    system = [n for n in names if n.startswith("_KEY_") or n in (SEQUENCE_NUMBER, VALUE_KIND)]
-    if system:
-        raise InvalidInputError(f"column names {system} are reserved by Paimon")
     for what, cols in (("key", keys), ("partition_by", partitions), ("sequence", sequences)):
         unknown = [c for c in cols if c not in names]
         if unknown:
@@ -714,6 +717,7 @@ def _create(
     primary = [*[p for p in partitions if p not in keys], *keys]
     text = schema_json(schema, primary, partitions, table_options)
     parsed = TableSchema.parse(text, "the new schema")
+    check_new(parsed)
     merge_from_paimon_options(parsed.options)  # the options must read back
     Layout(parsed)  # and place every file inside the table, where Paimon would
     _check_merge(parsed)

@@ -29,7 +29,7 @@ from .._inputs import as_stream_source, batches_of, check_threads
 from .._paimon_options import PaimonMerge
 from .._sort import _native_options, _reraise
 from ..errors import InternalError, InvalidInputError, TableIOError, UnsupportedFeatureError
-from . import _binary
+from . import _binary, _key_order
 from ._commit import CommitMessage
 from ._fs import Location
 from ._meta import Snapshot, latest_snapshot_id, live_files
@@ -172,8 +172,9 @@ class _FileCutter:
                         self.bucket = g % w.buckets
                         self.sequence = self.next_sequence.get((self.partition, self.bucket), 0)
                     rows = batch.slice(start, end - start)
-                    index = _version_index(rows, list(w.schema.trimmed_keys), last_key, last_index)
-                    last_key = tuple(rows.column(k)[-1].as_py() for k in w.schema.trimmed_keys)
+                    keys = [_key_order.ordered(rows.column(k)) for k in w.schema.trimmed_keys]
+                    index = _version_index(keys, last_key, last_index)
+                    last_key = tuple(k[-1].as_py() for k in keys)
                     last_index = int(index[-1])
                     self._route(rows, index)
             self._close_files()
@@ -220,22 +221,16 @@ class _FileCutter:
                 raise
 
 
-def _version_index(rows: pa.RecordBatch, keys: list[str], last_key: tuple | None, last_index: int) -> np.ndarray:
-    """For rows sorted by key, each row's index among its key's versions (0 for the
-    first), continuing the previous slice's last key (``last_key`` at ``last_index``)."""
-    n = rows.num_rows
-    same = np.zeros(n, dtype=bool)  # whether a row has the key of the row before it
-    if n > 1:
-        equal = None
-        for k in keys:
-            column = rows.column(k)
-            pair = pc.equal(column.slice(1), column.slice(0, n - 1))
-            equal = pair if equal is None else pc.and_(equal, pair)
-        same[1:] = equal.to_numpy(zero_copy_only=False)
+def _version_index(keys: list[pa.Array], last_key: tuple | None, last_index: int) -> np.ndarray:
+    """For rows sorted by key (``keys``: the key columns, :func:`_key_order.ordered`),
+    each row's index among its key's versions (0 for the first), continuing the previous
+    slice's last key (``last_key``, of ordered values, at ``last_index``)."""
+    n = len(keys[0])
+    same = _key_order.repeats(keys)  # whether a row has the key of the row before it
     positions = np.arange(n)
     starts = np.maximum.accumulate(np.where(same, 0, positions))
     index = positions - starts
-    if last_key is not None and tuple(rows.column(k)[0].as_py() for k in keys) == last_key:
+    if last_key is not None and tuple(k[0].as_py() for k in keys) == last_key:
         index[starts == 0] += last_index + 1
     return index
 
@@ -335,13 +330,16 @@ class DataFileWriter:
 
     def _track(self, batch: pa.RecordBatch, n: int) -> None:
         key_columns = [_comparable(batch.column(k)) for k in self.keys]
+        ordered = [_key_order.ordered(c) for c in key_columns]
         first = tuple(c[0].as_py() for c in key_columns)
-        if first == self.max_key or (n > 1 and _repeats(key_columns)):
-            # Paimon reads a lone file as it is: it must hold each key once.
-            raise InternalError(f"data file {self.name} would hold a key twice")
+        after_last = self.max_key is None or _key_order.sort_key(first) > _key_order.sort_key(self.max_key)
+        if not after_last or not _key_order.ascending(ordered):
+            # Paimon reads a file as sorted, each key once: one that is not would be read
+            # wrongly by every reader, so it is never written (nor committed).
+            raise InternalError(f"data file {self.name} would not hold its keys in ascending order, each once")
         self.min_key = first if self.min_key is None else self.min_key
         self.max_key = tuple(c[n - 1].as_py() for c in key_columns)
-        self.key_stats.append(tuple(_bounds(c) for c in key_columns))
+        self.key_stats.append(tuple(_bounds(c, o) for c, o in zip(key_columns, ordered, strict=True)))
         bounds = pc.min_max(batch.column(SEQUENCE_NUMBER))
         self.sequences += [bounds["min"].as_py(), bounds["max"].as_py()]
         self.rows += n
@@ -418,8 +416,9 @@ class DataFileWriter:
         except BaseException:
             self._remove()
             raise
-        lows = [min((s[i][0] for s in self.key_stats), default=None) for i in range(len(self.keys))]
-        highs = [max((s[i][1] for s in self.key_stats), default=None) for i in range(len(self.keys))]
+        order = _key_order.value_key
+        lows = [min((s[i][0] for s in self.key_stats), key=order, default=None) for i in range(len(self.keys))]
+        highs = [max((s[i][1] for s in self.key_stats), key=order, default=None) for i in range(len(self.keys))]
         empty = {"_MIN_VALUES": _binary.encode([], []), "_MAX_VALUES": _binary.encode([], []), "_NULL_COUNTS": []}
         return {
             "_FILE_NAME": self.name,
@@ -521,19 +520,15 @@ def _comparable(column: pa.Array) -> pa.Array:
     return column.cast(pa.int64()) if pa.types.is_timestamp(column.type) else column
 
 
-def _repeats(key_columns: list[pa.Array]) -> bool:
-    """Whether two neighbouring rows of sorted key columns have the same key."""
-    same = None
-    for c in key_columns:
-        equal = pc.equal(c.slice(1), c.slice(0, len(c) - 1))
-        same = equal if same is None else pc.and_(same, equal)
-    return bool(pc.any(same).as_py())
-
-
-def _bounds(column: pa.Array) -> tuple[Any, Any]:
-    """The least and greatest value of a key column (made :func:`_comparable`)."""
-    bounds = pc.min_max(column)
-    return bounds["min"].as_py(), bounds["max"].as_py()
+def _bounds(column: pa.Array, ordered: pa.Array) -> tuple[Any, Any]:
+    """The least and greatest value of a key column (made :func:`_comparable`) in
+    Paimon's order (``ordered``: the column :func:`_key_order.ordered`), as Paimon's
+    statistics collector takes them."""
+    bounds = pc.min_max(ordered)
+    if ordered is column:
+        return bounds["min"].as_py(), bounds["max"].as_py()
+    low, high = pc.index(ordered, bounds["min"]).as_py(), pc.index(ordered, bounds["max"]).as_py()
+    return column[low].as_py(), column[high].as_py()
 
 
 def remove_data_file(root: Location, schema: TableSchema, partition: bytes, bucket: int, f: dict[str, Any]) -> None:
