@@ -11,6 +11,7 @@ import sys
 
 import merge_core.spark as mcs
 import pyarrow.parquet as pq
+from merge_core import contest
 from pyspark.sql import SparkSession
 from pyspark.sql.utils import is_remote
 
@@ -21,7 +22,7 @@ def main(url: str, archive: str, out: str, *files: str) -> None:
         spark.addArtifacts(f"{archive}#env", archive=True)
         spark.conf.set("spark.sql.execution.pyspark.python", "env/bin/python")
         versions = [spark.read.parquet(path) for path in files]
-        pq.write_table(mcs.upsert(versions, key="uuid", num_partitions=4, **mcs.CONTEST).toArrow(), out)
+        pq.write_table(mcs.upsert(versions, key="uuid", num_partitions=4, **contest.CONTEST).toArrow(), out)
 
         def where_merge_core_is(batches):  # run by the executors' Python workers
             import merge_core

@@ -330,7 +330,7 @@ def test_spark_functions_fail_fast_when_workers_cannot_import_merge_core(tmp_pat
         spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
         paths = contest.generate({str(tmp_path / "data")!r}, rows=100, increments=1)
         try:
-            mcs.upsert_files(spark, paths, {str(tmp_path / "out")!r}, key="uuid", **mcs.CONTEST)
+            mcs.upsert_files(spark, paths, {str(tmp_path / "out")!r}, key="uuid", **contest.CONTEST)
         except mcs.SparkWorkerError as e:
             print("RAISED", e)
         """

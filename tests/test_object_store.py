@@ -317,8 +317,8 @@ def test_upsert_files_reads_and_writes_s3_as_local_files(spark, bucket, endpoint
         inputs.append(f"s3://{bucket}/in/{os.path.basename(path)}")
         pafs.copy_files(path, inputs[-1][len("s3://") :], destination_filesystem=s3)
     before = objects(bucket)
-    counts = mcs.upsert_files(spark, inputs, f"s3://{bucket}/out", "uuid", buckets=3, filesystem=s3, **mcs.CONTEST)
-    want = mcs.upsert_files(spark, local, str(tmp_path / "out"), "uuid", buckets=3, **mcs.CONTEST)
+    counts = mcs.upsert_files(spark, inputs, f"s3://{bucket}/out", "uuid", buckets=3, filesystem=s3, **contest.CONTEST)
+    want = mcs.upsert_files(spark, local, str(tmp_path / "out"), "uuid", buckets=3, **contest.CONTEST)
     assert objects(bucket) == sorted(
         [*before, "out/part-00000.parquet", "out/part-00001.parquet", "out/part-00002.parquet"]
     )

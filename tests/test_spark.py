@@ -29,7 +29,7 @@ def test_contest_upsert_equals_duckdb(spark, contest_files):
     from test_contest_semantics import duckdb_upsert
 
     versions = [spark.read.parquet(p) for p in contest_files]
-    got = mcs.upsert(versions, key="uuid", num_partitions=3, **mcs.CONTEST).toArrow()
+    got = mcs.upsert(versions, key="uuid", num_partitions=3, **contest.CONTEST).toArrow()
     want = duckdb_upsert([pq.read_table(p) for p in contest_files])
     assert got.column_names == contest.SCHEMA.names
     assert sorted_rows(got) == want
@@ -37,8 +37,8 @@ def test_contest_upsert_equals_duckdb(spark, contest_files):
 
 def test_spark_sql_baseline_agrees(spark, contest_files):
     versions = [spark.read.parquet(p) for p in contest_files]
-    mine = mcs.upsert(versions, key="uuid", **mcs.CONTEST).toArrow()
-    theirs = mcs.contest_upsert_spark_sql(versions).toArrow()
+    mine = mcs.upsert(versions, key="uuid", **contest.CONTEST).toArrow()
+    theirs = contest.spark_sql_upsert(versions).toArrow()
     assert sorted_rows(mine) == sorted_rows(theirs.cast(mine.schema))
 
 
@@ -82,7 +82,7 @@ def test_upsert_files_equals_duckdb_and_leaves_only_parts(spark, contest_files, 
     from test_contest_semantics import duckdb_upsert
 
     out = tmp_path / "out"
-    counts = mcs.upsert_files(spark, contest_files, str(out), key="uuid", buckets=3, **mcs.CONTEST)
+    counts = mcs.upsert_files(spark, contest_files, str(out), key="uuid", buckets=3, **contest.CONTEST)
     assert sorted(os.listdir(out)) == ["part-00000.parquet", "part-00001.parquet", "part-00002.parquet"]
     got = pq.read_table(out)
     want = duckdb_upsert([pq.read_table(p) for p in contest_files])

@@ -114,13 +114,13 @@ def test_python_workers_run_from_the_shipped_archive(cluster_spark, folder):
 
 def test_upsert_on_the_cluster_equals_duckdb(cluster_spark, contest_files):
     versions = [cluster_spark.read.parquet(p) for p in contest_files]
-    got = mcs.upsert(versions, key="uuid", num_partitions=4, **mcs.CONTEST).toArrow()
+    got = mcs.upsert(versions, key="uuid", num_partitions=4, **contest.CONTEST).toArrow()
     assert got.sort_by("uuid").to_pylist() == duckdb_upsert([pq.read_table(p) for p in contest_files])
 
 
 def test_upsert_files_on_the_cluster_equals_duckdb(cluster_spark, contest_files, tmp_path):
     out = tmp_path / "out"
-    counts = mcs.upsert_files(cluster_spark, contest_files, str(out), key="uuid", buckets=4, **mcs.CONTEST)
+    counts = mcs.upsert_files(cluster_spark, contest_files, str(out), key="uuid", buckets=4, **contest.CONTEST)
     want = duckdb_upsert([pq.read_table(p) for p in contest_files])
     assert pq.read_table(out).sort_by("uuid").to_pylist() == want
     assert counts["rows_out"] == len(want)

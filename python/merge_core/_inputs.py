@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from .errors import InvalidInputError
 
@@ -166,3 +167,21 @@ def check_threads(threads: int | None) -> int:
     if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
         raise InvalidInputError(f"threads must be a positive integer, got {threads!r}")
     return threads
+
+
+def null_strings_as_null(data: pa.Table | pa.RecordBatch, columns: list[str]) -> pa.Table | pa.RecordBatch:
+    """``data`` with the string 'null' in ``columns`` made a null (one vectorised kernel
+    per column): the ``null_strings`` rule of an upsert's later versions (the contest's)."""
+    for name in columns:
+        i = data.schema.get_field_index(name)
+        data = data.set_column(i, data.schema.field(i), _null_for_null_string(data.column(i)))
+    return data
+
+
+def _null_for_null_string(values: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    if isinstance(values, pa.ChunkedArray):
+        return pa.chunked_array([_null_for_null_string(chunk) for chunk in values.chunks], values.type)
+    # Not if_else: pyarrow 19's if_else writes broken offsets for a sliced string array
+    # (the chunks of a column read from Parquet are slices of one buffer).
+    mask = pc.fill_null(pc.equal(values, "null"), False)
+    return pc.replace_with_mask(values, mask, pa.nulls(len(values), values.type))

@@ -1,4 +1,4 @@
-"""Data shaped like the CCF BDCI 2022 data-lake contest (seed 003): a base file and
+"""Data shaped like the CCF BDCI 2022 data-lake contest: a base file and
 increments that update existing keys and add new ones, with nulls and the string 'null'.
 
 Everything is generated with vectorised numpy/pyarrow kernels: no Python loop per row.
@@ -7,13 +7,19 @@ Everything is generated with vectorised numpy/pyarrow kernels: no Python loop pe
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from ._inputs import null_strings_as_null as null_strings_as_null  # the contest's rule for 'null'
 from ._options import Aggregate
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 SCHEMA = pa.schema(
     [
@@ -28,9 +34,13 @@ SCHEMA = pa.schema(
     ]
 )
 
-#: The contest's merge function (seed 003): requests summed, every other column takes
+#: The contest's merge function: requests summed, every other column takes
 #: its newest non-null value.
 CONTEST_MERGE = Aggregate(fields={"requests": "sum"}, default="last_non_null_value")
+
+#: The whole upsert, as the keywords of ``mc.spark.upsert`` and ``upsert_files``: the merge
+#: function, and in versions after the first the string 'null' in name means null.
+CONTEST: dict[str, Any] = {"merge": CONTEST_MERGE, "null_strings": ["name"]}
 
 _HEX = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
 
@@ -94,19 +104,20 @@ def generate(out_dir: str, rows: int, increments: int = 10, seed: int = 0, updat
     return paths
 
 
-def null_strings_as_null(data: pa.Table | pa.RecordBatch, columns: list[str]) -> pa.Table | pa.RecordBatch:
-    """The contest's rule for versions after the first: the string 'null' in ``columns``
-    stands for a null (one vectorised kernel per column)."""
-    for name in columns:
-        i = data.schema.get_field_index(name)
-        data = data.set_column(i, data.schema.field(i), _null_for_null_string(data.column(i)))
-    return data
+def spark_sql_upsert(versions: Sequence[DataFrame], key: str = "uuid") -> DataFrame:
+    """The contest upsert (see :data:`CONTEST`) in plain Spark SQL, union + groupBy with
+    max_by and sum: the plan a Spark user would write, to compare merge-core's Spark
+    pipelines with."""
+    from pyspark.sql import functions as F
 
+    from .spark import VERSION_COLUMN, tagged_union
 
-def _null_for_null_string(values: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
-    if isinstance(values, pa.ChunkedArray):
-        return pa.chunked_array([_null_for_null_string(chunk) for chunk in values.chunks], values.type)
-    # Not if_else: pyarrow 19's if_else writes broken offsets for a sliced string array
-    # (the chunks of a column read from Parquet are slices of one buffer).
-    mask = pc.fill_null(pc.equal(values, "null"), False)
-    return pc.replace_with_mask(values, mask, pa.nulls(len(values), values.type))
+    columns = list(versions[0].columns)
+    union = tagged_union(versions, columns, CONTEST["null_strings"])
+    version = F.col(VERSION_COLUMN)
+    aggregates = [
+        F.sum(c).alias(c) if c == "requests" else F.max_by(c, F.when(F.col(c).isNotNull(), version)).alias(c)
+        for c in columns
+        if c != key
+    ]
+    return union.groupBy(key).agg(*aggregates).select(*columns)

@@ -1,4 +1,4 @@
-"""The contest upsert as a Spark job (issue 5): merge-core's two pipelines against Spark
+"""The contest upsert as a Spark job: merge-core's two pipelines against Spark
 SQL's union + groupBy, on one session and the same files, each writing Parquet."""
 
 from __future__ import annotations
@@ -34,11 +34,13 @@ def compare_pipelines(spark, paths: list[str], folder: str, repeat: int) -> list
     total = contest.total_rows(paths)
     versions = [spark.read.parquet(p) for p in paths]
     pipelines = {
-        "merge-core upsert_files (no shuffle)": lambda out: mcs.upsert_files(spark, paths, out, "uuid", **mcs.CONTEST),
+        "merge-core upsert_files (no shuffle)": lambda out: mcs.upsert_files(
+            spark, paths, out, "uuid", **contest.CONTEST
+        ),
         "merge-core upsert (shuffle, mapInArrow)": lambda out: mcs.upsert(
-            versions, "uuid", **mcs.CONTEST
+            versions, "uuid", **contest.CONTEST
         ).write.parquet(out),
-        "Spark SQL (union + groupBy)": lambda out: mcs.contest_upsert_spark_sql(versions).write.parquet(out),
+        "Spark SQL (union + groupBy)": lambda out: contest.spark_sql_upsert(versions).write.parquet(out),
     }
     best = alternating(pipelines, repeat, lambda i, attempt: os.path.join(folder, f"out-{i}-{attempt}"))
     reference = os.path.join(folder, "out-0-0")
@@ -79,9 +81,9 @@ def exchange_floor(spark, paths: list[str], repeat: int) -> list[str]:
     versions = [spark.read.parquet(p) for p in paths]
     columns = list(versions[0].columns)
     jobs = {
-        "Spark SQL": lambda: mcs.contest_upsert_spark_sql(versions),
-        "merge-core upsert": lambda: mcs.upsert(versions, "uuid", **mcs.CONTEST),
-        "the exchange alone": lambda: mcs.tagged_union(versions, columns, mcs.CONTEST["null_strings"]).repartition(
+        "Spark SQL": lambda: contest.spark_sql_upsert(versions),
+        "merge-core upsert": lambda: mcs.upsert(versions, "uuid", **contest.CONTEST),
+        "the exchange alone": lambda: mcs.tagged_union(versions, columns, contest.CONTEST["null_strings"]).repartition(
             int(spark.conf.get("spark.sql.shuffle.partitions")), "uuid"
         ),
     }
@@ -120,7 +122,7 @@ def bytes_read(spark, paths: list[str], folder: str) -> list[str]:
         figures = []
         for buckets in (8, 64):
             out = os.path.join(folder, f"bytes-{label.split()[0]}-{buckets}")
-            counts = mcs.upsert_files(spark, inputs, out, "uuid", buckets=buckets, **mcs.CONTEST)
+            counts = mcs.upsert_files(spark, inputs, out, "uuid", buckets=buckets, **contest.CONTEST)
             read, exchanged = (counts[k] / counts["input_bytes"] for k in ("bytes_read", "exchanged_bytes"))
             figures.append(f"{buckets} buckets {read:.2f} (exchange files {exchanged:.2f})")
         lines.append(f"- inputs {label}: " + ", ".join(figures))

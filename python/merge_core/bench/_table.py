@@ -1,4 +1,4 @@
-"""Writing a Paimon primary-key table (#19): the contest versions as 11 commits into an
+"""Writing a Paimon primary-key table: the contest versions as 11 commits into an
 8-bucket table by merge-core, pypaimon (its Python writer and `write.native.enabled`) and
 pypaimon-rust, each table read back by merge-core and checked against merge-core's;
 merge-core's full compaction beside a full read and rewrite. Also the dynamic partition

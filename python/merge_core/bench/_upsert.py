@@ -1,4 +1,4 @@
-"""The contest upsert read (seed 003): 11 versions of a table merged by key with the
+"""The contest upsert read: 11 versions of a table merged by key with the
 contest's rules (requests summed, other columns newest non-null, 'null' names after the
 base are nulls), by merge-core and by the engines a user would pick instead."""
 
@@ -129,9 +129,8 @@ def pyarrow_group_by(runs: list[str]) -> pa.Table:
 
 
 def spark_sql(spark, runs: list[str]) -> pa.Table:
-    import merge_core.spark as mcs
 
-    return mcs.contest_upsert_spark_sql([spark.read.parquet(p) for p in runs]).toArrow()
+    return contest.spark_sql_upsert([spark.read.parquet(p) for p in runs]).toArrow()
 
 
 def run(folder: str, base_rows: int, repeat: int, spark) -> Section:

@@ -79,9 +79,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
         step(f"running each pipeline {plural(args.repeat, 'time')}, one after the other, on Spark {spark.version} ...")
         versions = [spark.read.parquet(p) for p in paths]
         jobs = {
-            "merge-core upsert_files": lambda out: mcs.upsert_files(spark, paths, out, "uuid", **mcs.CONTEST),
-            "merge-core upsert": lambda out: mcs.upsert(versions, "uuid", **mcs.CONTEST).write.parquet(out),
-            "Spark SQL": lambda out: mcs.contest_upsert_spark_sql(versions).write.parquet(out),
+            "merge-core upsert_files": lambda out: mcs.upsert_files(spark, paths, out, "uuid", **contest.CONTEST),
+            "merge-core upsert": lambda out: mcs.upsert(versions, "uuid", **contest.CONTEST).write.parquet(out),
+            "Spark SQL": lambda out: contest.spark_sql_upsert(versions).write.parquet(out),
         }
         timings = {name: Timing(name) for name in jobs}
         try:

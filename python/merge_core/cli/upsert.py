@@ -8,6 +8,7 @@ import shutil
 
 import merge_core as mc
 
+from .. import contest
 from .common import (
     MERGE_FUNCTIONS,
     Progress,
@@ -70,7 +71,7 @@ def _upsert_options(args: argparse.Namespace, columns: list[str]) -> dict:
         missing = [c for c in ("requests", "name") if c not in columns]
         if missing:
             raise UserError(f"--preset contest needs the contest's columns; the inputs lack {', '.join(missing)}")
-        return dict(mc.spark.CONTEST)
+        return dict(contest.CONTEST)
     merge: mc.MergeSpec = args.merge
     if args.sum or args.newest_non_null:
         fields = {c: "sum" for c in args.sum}

@@ -39,8 +39,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from .errors import InvalidInputError
-from .paimon._fs import Location
+from ..errors import InvalidInputError
+from ..paimon._fs import Location
 
 #: Rows per batch read from the inputs.
 BATCH_ROWS = 65536
@@ -241,7 +241,7 @@ class Reader:
                     self.bytes_read += file.bytes_read
 
     def tagged(self, batch: pa.RecordBatch, version: int) -> pa.RecordBatch:
-        from .contest import null_strings_as_null
+        from .._inputs import null_strings_as_null
 
         batch = batch.select(self.plan.columns)
         if version > 0 and self.plan.null_strings:
@@ -301,7 +301,7 @@ def destination_rows(plan: Plan, destination: int, folder: Location, reader: Rea
 def _destinations(plan: Plan, batch: pa.RecordBatch) -> np.ndarray:
     """Each row's destination: its hash bucket, or the number of cuts at or below its key."""
     if plan.cuts is None:
-        from . import _native
+        from .. import _native
 
         return _native.bucket_ids(batch, plan.keys, plan.destinations).to_numpy().astype(np.int64)
     key = batch.column(plan.keys[0])

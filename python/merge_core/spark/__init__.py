@@ -28,28 +28,20 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.fs as pafs
 
+from .._filter import DynamicFilter
+from .._inputs import column_names
+from .._options import Deduplicate, FirstRow, MergeSpec
+from .._sort import SortBuffer, sort
+from ..errors import InvalidInputError, MergeCoreError
+from ..paimon import Table, summary
+from ..paimon._fs import Location, resolve
 from . import _upsert_files
-from ._filter import DynamicFilter
-from ._inputs import column_names
-from ._options import Deduplicate, FirstRow, MergeSpec
-from ._sort import SortBuffer, sort
-from .contest import CONTEST_MERGE
-from .errors import InvalidInputError, MergeCoreError
-from .paimon import Table, summary
-from .paimon._fs import Location, resolve
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 #: The column that tags each row with the index of its version (dropped from the output).
 VERSION_COLUMN = "__merge_core_version"
-
-#: The CCF BDCI 2022 upsert (seed 003): requests summed, every other column takes its
-#: newest non-null value, and in versions after the first the string 'null' in name means null.
-CONTEST: dict[str, Any] = {
-    "merge": CONTEST_MERGE,
-    "null_strings": ["name"],
-}
 
 
 def local_session(
@@ -221,7 +213,7 @@ def upsert(
     ``null_strings``: columns in which, in versions after the first, the string
     ``'null'`` stands for a null.
 
-    >>> merged = upsert([base, increment], key="uuid", **CONTEST)  # doctest: +SKIP
+    >>> merged = upsert([base, increment], key="uuid", **contest.CONTEST)  # doctest: +SKIP
     """
 
     keys = column_names(key, "key")
@@ -417,7 +409,7 @@ def tagged_union(versions: Sequence[DataFrame], columns: list[str], null_strings
     """All versions' rows, columns in one order, tagged with their version index (in
     ``VERSION_COLUMN``); in versions after the first, the string 'null' in
     ``null_strings`` columns becomes null. What :func:`upsert` hands to Spark's exchange,
-    and what :func:`contest_upsert_spark_sql` groups."""
+    and what :func:`merge_core.contest.spark_sql_upsert` groups."""
     from pyspark.sql import functions as F
 
     tagged = []
@@ -442,22 +434,6 @@ def _output_schema(schema, keys: list[str], merge: MergeSpec):
     if merge in ("deduplicate", "first-row", "none") or isinstance(merge, (Deduplicate, FirstRow)):
         return schema
     return StructType([f if f.name in keys else StructField(f.name, f.dataType, True) for f in schema.fields])
-
-
-def contest_upsert_spark_sql(versions: Sequence[DataFrame], key: str = "uuid") -> DataFrame:
-    """The contest upsert (see :data:`CONTEST`) in plain Spark SQL, union + groupBy with
-    max_by and sum: the plan a Spark user would write, to compare :func:`upsert` with."""
-    from pyspark.sql import functions as F
-
-    columns = list(versions[0].columns)
-    union = tagged_union(versions, columns, CONTEST["null_strings"])
-    version = F.col(VERSION_COLUMN)
-    aggregates = [
-        F.sum(c).alias(c) if c == "requests" else F.max_by(c, F.when(F.col(c).isNotNull(), version)).alias(c)
-        for c in columns
-        if c != key
-    ]
-    return union.groupBy(key).agg(*aggregates).select(*columns)
 
 
 #: The column carrying each row's bucket from the bucketing stage to the writing stage.
