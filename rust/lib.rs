@@ -11,10 +11,8 @@
 //! - [`fold`]: merge functions folding a key group;
 //! - [`builder`]: output batches gathered with `interleave`;
 //! - [`stream`]: the public [`merge`] tying them together;
-//! - [`groups`]: independent merges (a table's buckets) read as one stream;
-//! - [`files`]: Parquet data files (a Paimon table's) read as runs;
-//! - [`slices`]: a merge's files cut into key ranges merged in parallel;
-//! - [`prefetch`]: runs decoded ahead on worker threads, beside the merge;
+//! - [`read`]: a table's read: Parquet data files decoded as runs, ahead of the merge,
+//!   each bucket's merge (cut into key ranges) on worker threads, read as one stream;
 //! - [`bucket`]: the stable key hash that sends a key to its bucket;
 //! - [`binary_row`]: Paimon's bucket function (the hash of a key's `BinaryRow`);
 //! - [`sort`] and `spill`: the spillable external sort ([`SortBuffer`]) and its files;
@@ -48,20 +46,16 @@ pub mod bucket;
 mod builder;
 pub mod engine;
 mod error;
-pub mod files;
 pub mod fold;
-pub mod groups;
 pub(crate) mod keys;
 mod plan;
-pub mod prefetch;
+pub mod read;
 pub mod run;
-pub mod slices;
 pub mod sort;
 mod spill;
 mod store;
 pub mod stream;
 mod version;
-mod workers;
 
 #[cfg(feature = "python")]
 mod python;

@@ -13,9 +13,9 @@ use super::errors::guard;
 use super::options::merge_function;
 use super::stream::PyStream;
 use crate::error::MergeError;
-use crate::files::{DataFile, Fetch};
-use crate::groups::{merge_groups, GroupOptions};
-use crate::slices::groups_of_sections;
+use crate::read::files::{DataFile, Fetch};
+use crate::read::groups::{merge_groups, GroupOptions};
+use crate::read::slices::groups_of_sections;
 use crate::version::VersionColumns;
 use crate::MergeOptions;
 

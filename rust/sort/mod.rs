@@ -326,7 +326,7 @@ impl SortBuffer {
         let dir = self.spill_dir()?;
         let writer = std::thread::Builder::new()
             .name("merge-core-spill".into())
-            .spawn(move || dir.write(&schema, crate::prefetch::on_own_thread(sorted)))?;
+            .spawn(move || dir.write(&schema, crate::read::prefetch::on_own_thread(sorted)))?;
         self.in_flight = Some(InFlight { bytes: self.memory, writer });
         self.memory = 0;
         Ok(())

@@ -12,8 +12,8 @@ use parquet::arrow::ArrowWriter;
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use proptest::prelude::*;
 
-use crate::files::{parquet_file, run_of_files, DataFile, Side};
-use crate::slices::{part_rows, slice_counts, slice_files, slice_runs_of_at_least};
+use crate::read::files::{parquet_file, run_of_files, DataFile, Side};
+use crate::read::slices::{part_rows, slice_counts, slice_files, slice_runs_of_at_least};
 use crate::{merge, MergeOptions, Run};
 
 /// Parquet files written for a test, removed when it ends (passing or not).

@@ -4,8 +4,8 @@
 //!
 //! Up to `threads` groups are merged at once, each on its own thread, handing batches
 //! over a [`Handoff`]; with fewer groups than threads, the spare ones decode the groups'
-//! runs ahead of their merges ([`crate::prefetch`]), and a group of files may be cut into
-//! key ranges first ([`crate::slices`]). A group merged ahead of its turn may buffer its
+//! runs ahead of their merges ([`super::prefetch`]), and a group of files may be cut into
+//! key ranges first ([`super::slices`]). A group merged ahead of its turn may buffer its
 //! output up to a share of [`READ_AHEAD_BYTES`]: enough that its worker rarely waits for
 //! the reader to finish the groups before it (which left a core idle), while memory
 //! stays bounded.
@@ -20,13 +20,13 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use arrow_array::RecordBatch;
 use arrow_schema::{Schema, SchemaRef};
 
+use super::prefetch::Prefetch;
+use super::workers;
 use crate::error::{invalid, MergeError, Result};
 use crate::fold::Paths;
 use crate::plan::MergePlan;
-use crate::prefetch::Prefetch;
 use crate::run::Run;
 use crate::stream::{merge_runs_into, BatchSource, MergeOptions, MergeStream, SharedStats, UntilError};
-use crate::workers;
 
 /// Options of [`merge_groups`].
 #[derive(Debug, Clone)]

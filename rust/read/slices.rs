@@ -29,9 +29,9 @@ use arrow_schema::{DataType, SchemaRef, SortOptions};
 use parquet::arrow::arrow_reader::statistics::StatisticsConverter;
 use parquet::arrow::arrow_reader::ArrowReaderMetadata;
 
+use super::files::{run_of_files, with_page_index, DataFile, SharedZones, Side};
+use super::groups::read_ahead_share;
 use crate::error::{MergeError, Result};
-use crate::files::{run_of_files, with_page_index, DataFile, SharedZones, Side};
-use crate::groups::read_ahead_share;
 use crate::run::Run;
 
 /// Rows a slice should have at least: below that, a thread costs more than it saves.
@@ -43,7 +43,7 @@ pub const MIN_SLICE_ROWS: u64 = 1 << 16;
 const EXTRA_DECODE_PER_THREAD: u64 = 4;
 
 /// The sections of a read (each the runs of one merge, as files) as the groups
-/// [`crate::groups::merge_groups`] merges on `threads` threads: with fewer sections than
+/// [`super::groups::merge_groups`] merges on `threads` threads: with fewer sections than
 /// threads, each cut into key ranges of the read's column `key` so that every thread has
 /// work.
 pub fn groups_of_sections(
@@ -140,7 +140,7 @@ fn sliceable(data_type: &DataType) -> bool {
 /// The runs of one merge (each a list of files of `schema`, in key order) as the runs of
 /// merges over consecutive key ranges of the read's column `key`, in order, for
 /// `threads` threads: a slice each, or a few rounds of that many when a slice's output
-/// would not fit in its thread's share of the read-ahead ([`crate::groups`]: a slice
+/// would not fit in its thread's share of the read-ahead ([`super::groups`]: a slice
 /// merged ahead of its turn waits once its share is full). Merged whole (one group) when
 /// it cannot be cut or is too small to pay.
 pub fn slice_runs(

@@ -11,9 +11,9 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
 use arrow_schema::ArrowError;
 
+use super::workers;
 use crate::error::MergeError;
 use crate::run::Run;
-use crate::workers;
 
 /// Batches each worker may have decoded before the merge takes them.
 const QUEUE_BATCHES: usize = 2;

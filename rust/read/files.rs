@@ -6,7 +6,7 @@
 //! with a function that fetches its bytes, called when its run reaches it: only the
 //! files being decoded are held in memory.
 //!
-//! A file may be read in part: the rows of one key range ([`crate::slices`]), only its
+//! A file may be read in part: the rows of one key range ([`super::slices`]), only its
 //! pages that may hold keys of the range decoded, and each batch trimmed to the range.
 //! Pages that two adjacent ranges both need (a cut falls inside them) are decoded once,
 //! by whichever range's read starts first ([`SharedZones`]).
@@ -28,9 +28,9 @@ use parquet::arrow::arrow_reader::{
 use parquet::arrow::ProjectionMask;
 use parquet::file::reader::ChunkReader;
 
+use super::slices::{first_not_below, KeyRange};
 use crate::error::MergeError;
 use crate::run::Run;
-use crate::slices::{first_not_below, KeyRange};
 
 /// Fetches the whole of a file that is not on the local filesystem.
 #[derive(Clone)]
@@ -206,7 +206,7 @@ pub fn parquet_file(path: PathBuf) -> Result<DataFile, MergeError> {
 }
 
 /// Reads a footer with its page index, if the file has one: the key range of each page
-/// (see [`crate::slices`]) and where each page starts, so unselected pages are skipped.
+/// (see [`super::slices`]) and where each page starts, so unselected pages are skipped.
 pub(crate) fn with_page_index() -> ArrowReaderOptions {
     ArrowReaderOptions::new().with_page_index_policy(parquet::file::metadata::PageIndexPolicy::Optional)
 }
