@@ -28,7 +28,7 @@ use parquet::arrow::arrow_reader::{
 use parquet::arrow::ProjectionMask;
 use parquet::file::reader::ChunkReader;
 
-use super::slices::{first_not_below, KeyRange};
+use super::key_range::{first_not_below, KeyRange};
 use crate::error::MergeError;
 use crate::run::Run;
 
