@@ -12,6 +12,7 @@ mod stream;
 
 use pyo3::prelude::*;
 
+use crate::read::{merge_parquet_files, run_of_parquet, Prefetch};
 use crate::version::VersionColumns;
 use crate::MergeOptions;
 use errors::{guard, to_py_err};
@@ -47,13 +48,12 @@ fn merge(
         let stream = guard(py, || merge_parquet_files(paths, options, threads))?;
         return Ok(PyStream::new(stream));
     }
-    let prefetch = crate::read::prefetch::Prefetch::new(threads);
+    let prefetch = Prefetch::new(threads);
     let runs = runs
         .iter()
         .map(|run| match inputs::parquet_path(run)? {
             Some(path) => {
-                let file =
-                    crate::read::files::run_of_parquet(path, batch_size).map_err(|e| to_py_err(py, e))?;
+                let file = run_of_parquet(path, batch_size).map_err(|e| to_py_err(py, e))?;
                 Ok(prefetch.run(file))
             }
             None => inputs::read_run(run),
@@ -61,38 +61,6 @@ fn merge(
         .collect::<PyResult<Vec<_>>>()?;
     let stream = guard(py, || crate::merge(runs, options))?;
     Ok(PyStream::new(stream))
-}
-
-/// Parquet files of one schema merged on `threads` threads, in key ranges where the
-/// files' statistics allow ([`crate::read::slices`]); files of different schemas merge as
-/// separate runs (where the merge reports the difference).
-fn merge_parquet_files(
-    paths: Vec<std::path::PathBuf>,
-    options: MergeOptions,
-    threads: usize,
-) -> crate::Result<crate::MergeStream> {
-    let files = paths.into_iter().map(crate::read::files::parquet_file).collect::<crate::Result<Vec<_>>>()?;
-    let schema_of =
-        |f: &crate::read::files::DataFile| f.metadata.as_ref().expect("read with the file").schema().clone();
-    let schema = schema_of(&files[0]);
-    let batch_size = options.batch_size;
-    if files.iter().any(|f| schema_of(f) != schema) {
-        let prefetch = crate::read::prefetch::Prefetch::new(threads);
-        let runs = files
-            .into_iter()
-            .map(|f| prefetch.run(crate::read::files::run_of_files(schema_of(&f), vec![f], batch_size)))
-            .collect();
-        return crate::merge(runs, options);
-    }
-    let first_key = options.key.first().and_then(|k| schema.index_of(k).ok());
-    let runs = vec![files.into_iter().map(|f| vec![f]).collect()];
-    let groups = crate::read::slices::groups_of_sections(&schema, runs, first_key, threads, batch_size);
-    let strict = options.merge.folds();
-    crate::read::groups::merge_groups(
-        schema,
-        groups,
-        crate::read::groups::GroupOptions { merge: options, threads, strict },
-    )
 }
 
 #[pymodule]

@@ -1,5 +1,5 @@
-//! The native read of a Paimon table: the sections Python planned, each merged on its
-//! own (in parallel, output in order), their files decoded in Rust.
+//! The native read of a Paimon table: the sections Python planned, as data files, read by
+//! [`crate::read::read_sections`].
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -13,11 +13,7 @@ use super::errors::guard;
 use super::options::merge_function;
 use super::stream::PyStream;
 use crate::error::MergeError;
-use crate::read::files::{DataFile, Fetch};
-use crate::read::groups::{merge_groups, GroupOptions};
-use crate::read::slices::groups_of_sections;
-use crate::version::VersionColumns;
-use crate::MergeOptions;
+use crate::read::{read_sections, DataFile, Fetch, ReadOptions};
 
 /// A file as planned: (path, the file's column for each read column, deleted positions
 /// as little-endian u64 bytes, for a file off the local filesystem a callable returning
@@ -64,29 +60,10 @@ pub(crate) fn read_paimon(
                 .collect()
         })
         .collect();
-    let versions = VersionColumns {
-        sequence,
-        descending,
-        system_sequence: Some("_SEQUENCE_NUMBER".into()),
-        row_kind: Some("_VALUE_KIND".into()),
-    };
-    let options = GroupOptions {
-        merge: MergeOptions {
-            key: key.clone(),
-            versions,
-            merge: merge_function(merge)?,
-            algorithm: crate::Algorithm::LoserTree,
-            batch_size,
-            columns: Some(columns),
-        },
-        threads,
-        strict: false,
-    };
-    let first_key = key.first().and_then(|k| schema.index_of(k).ok());
-    let stream = guard(py, || {
-        let groups = groups_of_sections(&schema, sections, first_key, threads, batch_size);
-        merge_groups(schema, groups, options)
-    })?;
+    let merge = merge_function(merge)?;
+    let options =
+        ReadOptions { key, sequence, descending, merge, batch_size, columns: Some(columns), threads };
+    let stream = guard(py, || read_sections(schema, sections, options))?;
     Ok(PyStream::new(stream).with_extra_stats(stats))
 }
 

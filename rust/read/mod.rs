@@ -1,16 +1,119 @@
-//! The read of a table: the sections a plan chose (each the runs of one merge, as
-//! Parquet data files) merged on worker threads, their outputs following one another.
+//! The read of a table: the sections a plan chose (each the runs of one merge, each run
+//! its Parquet data files in key order) merged on worker threads, their outputs
+//! following one another. [`read_sections`] is the whole read, composed in one place:
 //!
 //! - [`files`]: data files decoded as runs (only the columns and rows the read needs);
-//! - `key_range`: the keys a slice reads, by their first column;
-//! - [`slices`]: a section cut into key ranges, so that one bucket merges on every thread;
+//! - [`slices`]: a section cut into key ranges (`key_range`), so that one bucket merges
+//!   on every thread;
 //! - [`groups`]: the independent merges (sections, slices) read as one stream;
 //! - [`prefetch`]: runs decoded ahead, beside the merge;
-//! - `workers`: the threads that run merges and decoding, kept for the next job.
+//! - `workers`: the threads that run merges and decoding, kept for the next job;
+//! - [`system_columns`]: the names of Paimon's system columns.
 
 pub mod files;
 pub mod groups;
 mod key_range;
 pub mod prefetch;
 pub mod slices;
+pub mod system_columns;
 mod workers;
+
+use std::path::PathBuf;
+
+use arrow_schema::SchemaRef;
+
+use crate::error::Result;
+use crate::fold::MergeFunction;
+use crate::version::VersionColumns;
+use crate::{merge, Algorithm, MergeOptions, MergeStream};
+pub use files::{parquet_file, run_of_files, run_of_parquet, DataFile, Fetch};
+use groups::{merge_groups, GroupOptions};
+pub use prefetch::Prefetch;
+use slices::groups_of_sections;
+
+/// How a table's sections are read: the table's merge rules and the read's shape.
+#[derive(Debug, Clone)]
+pub struct ReadOptions {
+    /// The primary key columns.
+    pub key: Vec<String>,
+    /// The sequence columns (`sequence.field`), which order a key's versions before
+    /// their sequence numbers do.
+    pub sequence: Vec<String>,
+    /// The sequence columns order descending (`sequence.field.sort-order`).
+    pub descending: bool,
+    /// How the versions of a key fold (the table's merge engine).
+    pub merge: MergeFunction,
+    /// Rows per output batch (the last may be shorter).
+    pub batch_size: usize,
+    /// The output columns, in this order (all of the read's schema when `None`).
+    pub columns: Option<Vec<String>>,
+    /// Most threads merging or decoding at once (at least 1).
+    pub threads: usize,
+}
+
+impl ReadOptions {
+    /// A deduplicating read of a table keyed by `key`, in batches of 8192 rows, on one thread.
+    pub fn new(key: &[&str]) -> Self {
+        Self {
+            key: key.iter().map(|k| k.to_string()).collect(),
+            sequence: Vec::new(),
+            descending: false,
+            merge: MergeFunction::default(),
+            batch_size: 8192,
+            columns: None,
+            threads: 1,
+        }
+    }
+}
+
+/// Reads the `sections` of a table as one stream, section after section. `schema` is
+/// the read's: the table's columns it reads, then Paimon's two system columns
+/// ([`system_columns::SEQUENCE_NUMBER`], [`system_columns::VALUE_KIND`]), which order
+/// and classify the versions of a key. Each section is merged on its own, up to
+/// `options.threads` at once; with fewer sections than threads, each is cut into key
+/// ranges ([`slices`]) and the spare threads decode runs ahead.
+pub fn read_sections(
+    schema: SchemaRef,
+    sections: Vec<Vec<Vec<DataFile>>>,
+    options: ReadOptions,
+) -> Result<MergeStream> {
+    let ReadOptions { key, sequence, descending, merge, batch_size, columns, threads } = options;
+    let versions = VersionColumns {
+        sequence,
+        descending,
+        system_sequence: Some(system_columns::SEQUENCE_NUMBER.into()),
+        row_kind: Some(system_columns::VALUE_KIND.into()),
+    };
+    let first_key = key.first().and_then(|k| schema.index_of(k).ok());
+    let merge = MergeOptions { key, versions, merge, algorithm: Algorithm::LoserTree, batch_size, columns };
+    let groups = groups_of_sections(&schema, sections, first_key, threads, batch_size);
+    // A table's runs may hold a key more than once (see `MergeFunction::for_partial_run`).
+    merge_groups(schema, groups, GroupOptions { merge, threads, strict: false })
+}
+
+/// Parquet files of one schema merged on `threads` threads, in key ranges where the
+/// files' statistics allow ([`slices`]); files of different schemas merge as separate
+/// runs (where the merge reports the difference).
+pub fn merge_parquet_files(
+    paths: Vec<PathBuf>,
+    options: MergeOptions,
+    threads: usize,
+) -> Result<MergeStream> {
+    let files = paths.into_iter().map(parquet_file).collect::<Result<Vec<_>>>()?;
+    let schema_of = |f: &DataFile| f.metadata.as_ref().expect("read with the file").schema().clone();
+    let Some(schema) = files.first().map(schema_of) else { return merge(Vec::new(), options) };
+    let batch_size = options.batch_size;
+    if files.iter().any(|f| schema_of(f) != schema) {
+        let prefetch = Prefetch::new(threads);
+        let runs = files
+            .into_iter()
+            .map(|f| prefetch.run(run_of_files(schema_of(&f), vec![f], batch_size)))
+            .collect();
+        return merge(runs, options);
+    }
+    let first_key = options.key.first().and_then(|k| schema.index_of(k).ok());
+    let runs = vec![files.into_iter().map(|f| vec![f]).collect()];
+    let groups = groups_of_sections(&schema, runs, first_key, threads, batch_size);
+    let strict = options.merge.folds();
+    merge_groups(schema, groups, GroupOptions { merge: options, threads, strict })
+}
