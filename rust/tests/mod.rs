@@ -3,5 +3,6 @@
 mod errors;
 mod fold_paths;
 mod merge_props;
+mod read;
 mod reference;
 mod slices;

@@ -17,12 +17,12 @@ use crate::read::slices::{part_rows, slice_counts, slice_files, slice_runs_of_at
 use crate::{merge, MergeOptions, Run};
 
 /// Parquet files written for a test, removed when it ends (passing or not).
-struct Files {
-    dir: PathBuf,
+pub(super) struct Files {
+    pub(super) dir: PathBuf,
 }
 
 impl Files {
-    fn new() -> Self {
+    pub(super) fn new() -> Self {
         static NEXT: AtomicUsize = AtomicUsize::new(0);
         let name = format!("merge-core-slices-{}-{}", std::process::id(), NEXT.fetch_add(1, Relaxed));
         let dir = std::env::temp_dir().join(name);
