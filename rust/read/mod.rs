@@ -2,19 +2,19 @@
 //! its Parquet data files in key order) merged on worker threads, their outputs
 //! following one another. [`read_sections`] is the whole read, composed in one place:
 //!
-//! - [`files`]: data files decoded as runs (only the columns and rows the read needs);
-//! - [`slices`]: a section cut into key ranges (`key_range`), so that one bucket merges
+//! - `files`: data files decoded as runs (only the columns and rows the read needs);
+//! - `slices`: a section cut into key ranges (`key_range`), so that one bucket merges
 //!   on every thread;
-//! - [`groups`]: the independent merges (sections, slices) read as one stream;
-//! - [`prefetch`]: runs decoded ahead, beside the merge;
+//! - `groups`: the independent merges (sections, slices) read as one stream;
+//! - `prefetch`: runs decoded ahead, beside the merge;
 //! - `workers`: the threads that run merges and decoding, kept for the next job;
 //! - [`system_columns`]: the names of Paimon's system columns.
 
-pub mod files;
-pub mod groups;
+pub(crate) mod files;
+pub(crate) mod groups;
 mod key_range;
-pub mod prefetch;
-pub mod slices;
+pub(crate) mod prefetch;
+pub(crate) mod slices;
 pub mod system_columns;
 mod workers;
 
@@ -71,7 +71,7 @@ impl ReadOptions {
 /// ([`system_columns::SEQUENCE_NUMBER`], [`system_columns::VALUE_KIND`]), which order
 /// and classify the versions of a key. Each section is merged on its own, up to
 /// `options.threads` at once; with fewer sections than threads, each is cut into key
-/// ranges ([`slices`]) and the spare threads decode runs ahead.
+/// ranges (`slices`) and the spare threads decode runs ahead.
 pub fn read_sections(
     schema: SchemaRef,
     sections: Vec<Vec<Vec<DataFile>>>,
@@ -92,7 +92,7 @@ pub fn read_sections(
 }
 
 /// Parquet files of one schema merged on `threads` threads, in key ranges where the
-/// files' statistics allow ([`slices`]); files of different schemas merge as separate
+/// files' statistics allow (`slices`); files of different schemas merge as separate
 /// runs (where the merge reports the difference).
 pub fn merge_parquet_files(
     paths: Vec<PathBuf>,
