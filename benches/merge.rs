@@ -12,8 +12,9 @@ use std::sync::Arc;
 use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use criterion::{criterion_group, BatchSize, BenchmarkId, Criterion, Throughput};
-use merge_core::stream::merge_order_only;
-use merge_core::{merge, AggFunction, AggregateField, Algorithm, MergeFunction, MergeOptions, Run};
+use merge_core::{
+    merge, merge_order_only, AggFunction, AggregateField, Algorithm, MergeFunction, MergeOptions, Run,
+};
 
 const TOTAL_ROWS: usize = 1 << 20;
 const BATCH: usize = 8192;

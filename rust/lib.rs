@@ -6,11 +6,10 @@
 //!
 //! Layout, in the order data flows:
 //! - [`keys`]: key columns in comparable form (fast paths per type, row format otherwise);
-//! - [`run`]: cursors that read, check and step through each run;
+//! - `merge` (cursors over the runs, version order, stored batches, the output builder):
+//!   the public [`merge`] tying the engine and the merge function together;
 //! - [`engine`]: the loser tree and the heap, producing key groups;
 //! - [`fold`]: merge functions folding a key group;
-//! - [`builder`]: output batches gathered with `interleave`;
-//! - [`stream`]: the public [`merge`] tying them together;
 //! - [`read`]: a table's read: Parquet data files decoded as runs, ahead of the merge,
 //!   each bucket's merge (cut into key ranges) on worker threads, read as one stream;
 //! - [`bucket`]: the stable key hash that sends a key to its bucket;
@@ -43,19 +42,14 @@
 
 pub mod binary_row;
 pub mod bucket;
-mod builder;
 pub mod engine;
 mod error;
 pub mod fold;
 pub(crate) mod keys;
-mod plan;
+mod merge;
 pub mod read;
-pub mod run;
 pub mod sort;
 mod spill;
-mod store;
-pub mod stream;
-mod version;
 
 #[cfg(feature = "python")]
 mod python;
@@ -66,8 +60,10 @@ mod tests;
 pub use engine::Algorithm;
 pub use error::{MergeError, Result};
 pub use fold::{AggFunction, AggregateField, MergeFunction, SequenceGroup};
-pub use run::{BatchIter, Run};
+pub use merge::run::{BatchIter, Run};
+#[doc(hidden)]
+pub use merge::stream::merge_order_only;
+pub use merge::stream::{merge, MergeOptions, MergeReader, MergeStats, MergeStream, SortStats, StatsHandle};
+pub use merge::version::{RowKind, VersionColumns};
 pub use sort::{SortBuffer, SortOptions};
 pub use spill::Compression;
-pub use stream::{merge, MergeOptions, MergeReader, MergeStats, MergeStream, SortStats, StatsHandle};
-pub use version::{RowKind, VersionColumns};

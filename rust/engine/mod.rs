@@ -19,7 +19,7 @@ pub(crate) use loser_tree::LoserTree;
 
 use crate::error::Result;
 use crate::keys::KeyEncoder;
-use crate::run::{Group, Runs};
+use crate::merge::run::{Group, Runs};
 
 /// Which engine merges the runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

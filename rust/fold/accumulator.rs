@@ -17,7 +17,7 @@ use arrow_schema::{DataType, Field};
 
 use super::value::{kind_of, read, Value, ValueKind};
 use crate::error::{invalid, Result};
-use crate::store::{BatchStore, RowRef};
+use crate::merge::store::{BatchStore, RowRef};
 
 /// A column's running value while one key's versions fold.
 #[derive(Debug, Clone, PartialEq)]

@@ -12,10 +12,10 @@ use arrow_schema::DataType;
 use super::accumulator::{accumulator, Acc, AccError, Accumulator, Output, State};
 use super::value::{ColumnView, Value};
 use super::{acc_error, cx, sink_of, AggFunction, AggregateField, Columns, MergeFunction, Paths};
-use crate::builder::{NewestRule, OutputBuilder, Sink};
 use crate::error::{invalid, Result};
-use crate::store::{BatchStore, RowRef};
-use crate::version::RowKind;
+use crate::merge::builder::{NewestRule, OutputBuilder, Sink};
+use crate::merge::store::{BatchStore, RowRef};
+use crate::merge::version::RowKind;
 
 struct Column {
     index: usize,

@@ -19,11 +19,11 @@ pub(crate) mod value;
 
 use arrow_schema::Field;
 
-use crate::builder::{OutputBuilder, Sink};
 use crate::error::{invalid, MergeError, Result, RowLocation};
-use crate::run::Layout;
-use crate::store::{BatchStore, RowRef};
-use crate::version::RowKind;
+use crate::merge::builder::{OutputBuilder, Sink};
+use crate::merge::run::Layout;
+use crate::merge::store::{BatchStore, RowRef};
+use crate::merge::version::RowKind;
 use accumulator::{AccError, Cx, Output};
 pub use accumulator::{AggFunction, AggregateField};
 use aggregate::Aggregator;

@@ -22,10 +22,10 @@ use arrow_schema::DataType;
 
 use super::accumulator::{accumulator, java_compare, Acc, AccError, Accumulator, State};
 use super::{acc_error, cx, sink_of, AggFunction, Columns, MergeFunction, Paths};
-use crate::builder::{NewestRule, OutputBuilder, Sink};
 use crate::error::{invalid, Result};
-use crate::store::{BatchStore, RowRef};
-use crate::version::RowKind;
+use crate::merge::builder::{NewestRule, OutputBuilder, Sink};
+use crate::merge::store::{BatchStore, RowRef};
+use crate::merge::version::RowKind;
 
 struct Column {
     index: usize,

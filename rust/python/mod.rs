@@ -12,8 +12,8 @@ mod stream;
 
 use pyo3::prelude::*;
 
+use crate::merge::version::VersionColumns;
 use crate::read::{merge_parquet_files, run_of_parquet, Prefetch};
-use crate::version::VersionColumns;
 use crate::MergeOptions;
 use errors::{guard, to_py_err};
 use stream::PyStream;

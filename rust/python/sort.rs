@@ -14,10 +14,10 @@ use super::inputs::read_run;
 use super::options::merge_function;
 use super::stream::PyStream;
 use crate::error::MergeError;
+use crate::merge::run::Run;
+use crate::merge::version::VersionColumns;
 use crate::read::{run_of_parquet, Prefetch};
-use crate::run::Run;
 use crate::sort::{SortBuffer, SortOptions};
-use crate::version::VersionColumns;
 
 /// The options dict built by the Python wrapper (`merge_core._sort._native_options`).
 fn sort_options(py: Python<'_>, options: &Bound<'_, PyDict>) -> PyResult<SortOptions> {

@@ -15,7 +15,7 @@ use pyo3::types::{PyCapsule, PyDict};
 use super::errors::{guard, to_py_err};
 use super::sort::release;
 use crate::error::MergeError;
-use crate::stream::{MergeReader, MergeStream, StatsHandle};
+use crate::merge::stream::{MergeReader, MergeStream, StatsHandle};
 
 /// A lazy stream of merged record batches.
 #[pyclass(name = "Stream", module = "merge_core")]

@@ -24,9 +24,11 @@ use super::prefetch::Prefetch;
 use super::workers;
 use crate::error::{invalid, MergeError, Result};
 use crate::fold::Paths;
-use crate::plan::MergePlan;
-use crate::run::Run;
-use crate::stream::{merge_runs_into, BatchSource, MergeOptions, MergeStream, SharedStats, UntilError};
+use crate::merge::plan::MergePlan;
+use crate::merge::run::Run;
+use crate::merge::stream::{
+    merge_runs_into, BatchSource, MergeOptions, MergeStream, SharedStats, UntilError,
+};
 
 /// Options of [`merge_groups`].
 #[derive(Debug, Clone)]

@@ -24,7 +24,7 @@ use arrow_schema::SchemaRef;
 
 use crate::error::Result;
 use crate::fold::MergeFunction;
-use crate::version::VersionColumns;
+use crate::merge::version::VersionColumns;
 use crate::{merge, Algorithm, MergeOptions, MergeStream};
 pub use files::{parquet_file, run_of_files, run_of_parquet, DataFile, Fetch};
 use groups::{merge_groups, GroupOptions};

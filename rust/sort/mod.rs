@@ -43,12 +43,12 @@ use crate::error::{invalid, MergeError, Result};
 use crate::fold::value::ColumnView;
 use crate::fold::{Folder, MergeFunction};
 use crate::keys::canonical_nans;
-use crate::plan::output_schema;
-use crate::run::{Layout, Run};
+use crate::merge::plan::output_schema;
+use crate::merge::run::{Layout, Run};
+use crate::merge::store::{BatchStore, StoredBatch};
+use crate::merge::stream::{merge_runs, MergeOptions, MergeStream, SharedSortStats, SharedStats};
+use crate::merge::version::{first_null, BatchVersions, VersionColumns};
 use crate::spill::{Compression, SpillDir, SpillFile};
-use crate::store::{BatchStore, StoredBatch};
-use crate::stream::{merge_runs, MergeOptions, MergeStream, SharedSortStats, SharedStats};
-use crate::version::{first_null, BatchVersions, VersionColumns};
 use crate::Algorithm;
 use sorted::{Buffered, SortedBatches};
 
@@ -172,7 +172,7 @@ impl SortBuffer {
     }
 
     /// The stats so far (memory now and at peak, spilled runs and bytes).
-    pub fn stats(&self) -> crate::stream::SortStats {
+    pub fn stats(&self) -> crate::merge::stream::SortStats {
         self.stats.get()
     }
 

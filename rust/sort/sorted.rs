@@ -6,13 +6,13 @@ use arrow_array::RecordBatch;
 use arrow_row::Rows;
 use arrow_schema::SchemaRef;
 
-use crate::builder::{OutputBuilder, OutputColumns};
 use crate::error::Result;
 use crate::fold::Folder;
 use crate::keys::common_prefix_len;
-use crate::run::Layout;
-use crate::store::{BatchStore, RowRef};
-use crate::version::compare_versions;
+use crate::merge::builder::{OutputBuilder, OutputColumns};
+use crate::merge::run::Layout;
+use crate::merge::store::{BatchStore, RowRef};
+use crate::merge::version::compare_versions;
 
 /// Buffered batches (in the store, in arrival order) and their keys in row format
 /// (`keys[i]` belongs to stored batch `i`).

@@ -9,7 +9,7 @@ use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use proptest::prelude::*;
 
-use crate::stream::merge_general_path;
+use crate::merge::stream::merge_general_path;
 use crate::{merge, AggFunction, AggregateField, MergeFunction, MergeOptions, Run};
 
 /// (key, n, s, seq, kind)

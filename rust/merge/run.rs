@@ -11,13 +11,13 @@ use std::sync::Arc;
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{ArrowError, SchemaRef};
 
+use super::store::{BatchStore, RowRef, StoredBatch};
+use super::version::{
+    check_row_kind_type, compare_versions, first_null, BatchVersions, SequenceOrder, VersionColumns,
+};
 use crate::error::{invalid, Result, RowLocation};
 use crate::fold::value::ColumnView;
 use crate::keys::{KeyEncoder, KeyValues};
-use crate::store::{BatchStore, RowRef, StoredBatch};
-use crate::version::{
-    check_row_kind_type, compare_versions, first_null, BatchVersions, SequenceOrder, VersionColumns,
-};
 
 /// A run's batches, in key order.
 pub type BatchIter = Box<dyn Iterator<Item = Result<RecordBatch, ArrowError>> + Send>;

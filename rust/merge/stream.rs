@@ -9,14 +9,14 @@ use std::sync::Arc;
 use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::{ArrowError, Field, Schema, SchemaRef};
 
-use crate::builder::OutputBuilder;
+use super::builder::OutputBuilder;
+use super::plan::MergePlan;
+use super::run::{BatchIter, Group, Layout, Run, Runs};
+use super::version::VersionColumns;
 use crate::engine::{Algorithm, Heap, LeanTree, LoserTree, MergeEngine};
 use crate::error::{invalid, MergeError, Result};
 use crate::fold::{Folder, MergeFunction, Paths};
 use crate::keys::{dispatch, KeyEncoder, KeyVisitor};
-use crate::plan::MergePlan;
-use crate::run::{BatchIter, Group, Layout, Run, Runs};
-use crate::version::VersionColumns;
 
 /// Options of [`merge`]; see the Python `merge_core.merge` for their meaning.
 #[derive(Debug, Clone)]

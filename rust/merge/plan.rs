@@ -6,11 +6,11 @@ use std::sync::Arc;
 
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
-use crate::builder::OutputColumns;
+use super::builder::OutputColumns;
+use super::run::Layout;
+use super::stream::MergeOptions;
 use crate::error::Result;
 use crate::fold::{Folder, Paths};
-use crate::run::Layout;
-use crate::stream::MergeOptions;
 
 pub(crate) struct MergePlan {
     /// The columns' roles, with the columns the fold reads value by value.
