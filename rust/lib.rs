@@ -60,10 +60,11 @@ mod tests;
 pub use engine::Algorithm;
 pub use error::{MergeError, Result};
 pub use fold::{AggFunction, AggregateField, MergeFunction, SequenceGroup};
+pub use merge::plan::MergeOptions;
 pub use merge::run::{BatchIter, Run};
 #[doc(hidden)]
 pub use merge::stream::merge_order_only;
-pub use merge::stream::{merge, MergeOptions, MergeReader, MergeStats, MergeStream, SortStats, StatsHandle};
+pub use merge::stream::{merge, MergeReader, MergeStats, MergeStream, SortStats, StatsHandle};
 pub use merge::version::{RowKind, VersionColumns};
 pub use sort::{SortBuffer, SortOptions};
 pub use spill::Compression;

@@ -1,6 +1,7 @@
-//! What a merge decides before it reads a row, from the runs' schema and its options:
-//! which column plays which role, how the versions of a key fold, which columns are
-//! output and in what form. Computed once and never changed; the merge then only reads.
+//! A merge's options ([`MergeOptions`]), and what the merge decides from them and the
+//! runs' schema before it reads a row ([`MergePlan`]): which column plays which role, how
+//! the versions of a key fold, which columns are output and in what form. Computed once
+//! and never changed; the merge then only reads.
 
 use std::sync::Arc;
 
@@ -8,9 +9,43 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
 use super::builder::OutputColumns;
 use super::run::Layout;
-use super::stream::MergeOptions;
+use super::version::VersionColumns;
+use crate::engine::Algorithm;
 use crate::error::Result;
-use crate::fold::{Folder, Paths};
+use crate::fold::{Folder, MergeFunction, Paths};
+
+/// Options of [`merge`](fn@crate::merge); see the Python `merge_core.merge` for their meaning.
+#[derive(Debug, Clone)]
+pub struct MergeOptions {
+    /// Key columns, compared column by column.
+    pub key: Vec<String>,
+    /// The columns ordering and classifying the versions of a key (none: a later run is
+    /// newer and every row is an add).
+    pub versions: VersionColumns,
+    /// How the versions of a key are folded.
+    pub merge: MergeFunction,
+    /// Which engine merges.
+    pub algorithm: Algorithm,
+    /// Rows per output batch (the last may be shorter).
+    pub batch_size: usize,
+    /// The output columns, in this order (all when `None`). Columns left out are not
+    /// built at all.
+    pub columns: Option<Vec<String>>,
+}
+
+impl MergeOptions {
+    /// Deduplicating merge on `key` with the loser tree and batches of 8192 rows.
+    pub fn new(key: &[&str]) -> Self {
+        Self {
+            key: key.iter().map(|k| k.to_string()).collect(),
+            versions: VersionColumns::default(),
+            merge: MergeFunction::default(),
+            algorithm: Algorithm::default(),
+            batch_size: 8192,
+            columns: None,
+        }
+    }
+}
 
 pub(crate) struct MergePlan {
     /// The columns' roles, with the columns the fold reads value by value.

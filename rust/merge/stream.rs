@@ -10,46 +10,12 @@ use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::{ArrowError, Field, Schema, SchemaRef};
 
 use super::builder::OutputBuilder;
-use super::plan::MergePlan;
+use super::plan::{MergeOptions, MergePlan};
 use super::run::{BatchIter, Group, Layout, Run, Runs};
-use super::version::VersionColumns;
 use crate::engine::{Algorithm, Heap, LeanTree, LoserTree, MergeEngine};
 use crate::error::{invalid, MergeError, Result};
-use crate::fold::{Folder, MergeFunction, Paths};
+use crate::fold::{Folder, Paths};
 use crate::keys::{dispatch, KeyEncoder, KeyVisitor};
-
-/// Options of [`merge`]; see the Python `merge_core.merge` for their meaning.
-#[derive(Debug, Clone)]
-pub struct MergeOptions {
-    /// Key columns, compared column by column.
-    pub key: Vec<String>,
-    /// The columns ordering and classifying the versions of a key (none: a later run is
-    /// newer and every row is an add).
-    pub versions: VersionColumns,
-    /// How the versions of a key are folded.
-    pub merge: MergeFunction,
-    /// Which engine merges.
-    pub algorithm: Algorithm,
-    /// Rows per output batch (the last may be shorter).
-    pub batch_size: usize,
-    /// The output columns, in this order (all when `None`). Columns left out are not
-    /// built at all.
-    pub columns: Option<Vec<String>>,
-}
-
-impl MergeOptions {
-    /// Deduplicating merge on `key` with the loser tree and batches of 8192 rows.
-    pub fn new(key: &[&str]) -> Self {
-        Self {
-            key: key.iter().map(|k| k.to_string()).collect(),
-            versions: VersionColumns::default(),
-            merge: MergeFunction::default(),
-            algorithm: Algorithm::default(),
-            batch_size: 8192,
-            columns: None,
-        }
-    }
-}
 
 /// Figures of a merge so far.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]

@@ -24,11 +24,9 @@ use super::prefetch::Prefetch;
 use super::workers;
 use crate::error::{invalid, MergeError, Result};
 use crate::fold::Paths;
-use crate::merge::plan::MergePlan;
+use crate::merge::plan::{MergeOptions, MergePlan};
 use crate::merge::run::Run;
-use crate::merge::stream::{
-    merge_runs_into, BatchSource, MergeOptions, MergeStream, SharedStats, UntilError,
-};
+use crate::merge::stream::{merge_runs_into, BatchSource, MergeStream, SharedStats, UntilError};
 
 /// Options of [`merge_groups`].
 #[derive(Debug, Clone)]
