@@ -14,7 +14,7 @@
 //!   each bucket's merge (cut into key ranges) on worker threads, read as one stream;
 //! - [`bucket`]: the stable key hash that sends a key to its bucket;
 //! - [`binary_row`]: Paimon's bucket function (the hash of a key's `BinaryRow`);
-//! - [`sort`] and `spill`: the spillable external sort ([`SortBuffer`]) and its files;
+//! - [`sort`]: the spillable external sort ([`SortBuffer`]) and its spill files;
 //! - `python` (feature `python`): the `merge_core._native` extension module.
 //!
 //! ```
@@ -49,7 +49,6 @@ pub(crate) mod keys;
 mod merge;
 pub mod read;
 pub mod sort;
-mod spill;
 
 #[cfg(feature = "python")]
 mod python;
@@ -66,5 +65,4 @@ pub use merge::run::{BatchIter, Run};
 pub use merge::stream::merge_order_only;
 pub use merge::stream::{merge, MergeReader, MergeStats, MergeStream, SortStats, StatsHandle};
 pub use merge::version::{RowKind, VersionColumns};
-pub use sort::{SortBuffer, SortOptions};
-pub use spill::Compression;
+pub use sort::{Compression, SortBuffer, SortOptions};

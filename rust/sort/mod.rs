@@ -7,7 +7,7 @@
 //!    stays within `memory_limit`. A batch that does not fit is sliced; only a single row
 //!    larger than the whole budget is refused.
 //! 2. A full buffer is sorted by (key, version), then folded key by key into batches
-//!    (see [`sorted`]) and written as one spill file (see [`crate::spill`]) in the
+//!    (see [`sorted`]) and written as one spill file (see [`spill`]) in the
 //!    background: a thread folds and gathers while another compresses and writes.
 //!    Once a sort has spilled, buffers are half the budget, so one fills while the
 //!    other is written; at most one spill is in flight and its memory
@@ -29,6 +29,7 @@
 //! `partial`, the output itself is such a run (a table's new run lies above older ones).
 
 mod sorted;
+mod spill;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -49,9 +50,10 @@ use crate::merge::run::{Layout, Run};
 use crate::merge::store::{BatchStore, StoredBatch};
 use crate::merge::stream::{merge_runs, MergeStream, SharedSortStats, SharedStats};
 use crate::merge::version::{first_null, BatchVersions, VersionColumns};
-use crate::spill::{Compression, SpillDir, SpillFile};
 use crate::Algorithm;
 use sorted::{Buffered, SortedBatches};
+pub use spill::Compression;
+use spill::{SpillDir, SpillFile};
 
 /// Options of a [`SortBuffer`]; see the Python `merge_core.sort` for their meaning.
 #[derive(Debug, Clone)]
@@ -141,7 +143,7 @@ impl SortBuffer {
         }
         let mut layout = Layout::new(schema.clone(), &options.key, &options.versions, false)?;
         // Spill directories of sorts that died: swept at every start, spilling or not.
-        crate::spill::sweep_orphans(&options.spill_dir.clone().unwrap_or_else(std::env::temp_dir));
+        spill::sweep_orphans(&options.spill_dir.clone().unwrap_or_else(std::env::temp_dir));
         let plain_rows = options.versions.plain();
         let mut function = options.merge.clone().unwrap_or(MergeFunction::None);
         if options.partial {
