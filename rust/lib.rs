@@ -12,8 +12,8 @@
 //! - [`fold`]: merge functions folding a key group;
 //! - [`read`]: a table's read: Parquet data files decoded as runs, ahead of the merge,
 //!   each bucket's merge (cut into key ranges) on worker threads, read as one stream;
-//! - [`bucket`]: the stable key hash that sends a key to its bucket;
-//! - [`binary_row`]: Paimon's bucket function (the hash of a key's `BinaryRow`);
+//! - [`bucket`]: the bucket of a key: a value-stable hash, and Paimon's (the hash of the
+//!   key's `BinaryRow`);
 //! - [`sort`]: the spillable external sort ([`SortBuffer`]) and its spill files;
 //! - `python` (feature `python`): the `merge_core._native` extension module.
 //!
@@ -40,7 +40,6 @@
 //! ```
 #![warn(missing_docs)]
 
-pub mod binary_row;
 pub mod bucket;
 pub mod engine;
 mod error;

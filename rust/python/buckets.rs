@@ -30,7 +30,7 @@ pub(crate) fn paimon_bucket_ids<'py>(
     buckets: i32,
 ) -> PyResult<Bound<'py, PyAny>> {
     let arrays = columns_by_name(py, batch, &columns, "bucket key")?;
-    let ids = guard(py, || crate::binary_row::paimon_bucket_ids(&arrays, &columns, buckets))?;
+    let ids = guard(py, || crate::bucket::paimon_bucket_ids(&arrays, &columns, buckets))?;
     ids.to_data().to_pyarrow(py)
 }
 
