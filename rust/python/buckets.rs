@@ -5,7 +5,8 @@ use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_pyarrow::{FromPyArrow, ToPyArrow};
 use pyo3::prelude::*;
 
-use super::errors::{guard, to_py_err};
+use super::errors::to_py_err;
+use super::gil::guard;
 
 /// The bucket (`0..buckets`, a `pyarrow.UInt32Array`) of each row of `batch` by `key`.
 #[pyfunction]

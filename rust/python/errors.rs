@@ -1,8 +1,7 @@
-//! Errors and panics into `merge_core.errors` exceptions. The exception classes are
-//! defined in Python (so one can subclass both `MergeCoreError` and `ValueError`) and
-//! looked up here when an error is raised.
-
-use std::panic::{catch_unwind, AssertUnwindSafe};
+//! Errors (and panics, which [`super::gil::guard`] turns into errors) into
+//! `merge_core.errors` exceptions. The exception classes are defined in Python (so one
+//! can subclass both `MergeCoreError` and `ValueError`) and looked up here when an error
+//! is raised.
 
 use arrow_schema::ArrowError;
 use pyo3::prelude::*;
@@ -49,13 +48,4 @@ pub(crate) fn to_py_err(py: Python<'_>, e: MergeError) -> PyErr {
         Ok(PyErr::from_value(class.call1((e.to_string(),))?))
     };
     raise().unwrap_or_else(|import_error| import_error)
-}
-
-/// Runs `work` without the GIL, turning its error or panic into a Python exception.
-pub(crate) fn guard<T: Send>(
-    py: Python<'_>,
-    work: impl FnOnce() -> Result<T, MergeError> + Send,
-) -> PyResult<T> {
-    let result = py.detach(|| catch_unwind(AssertUnwindSafe(work)));
-    result.unwrap_or_else(|panic| Err(MergeError::from_panic(panic))).map_err(|e| to_py_err(py, e))
 }

@@ -4,6 +4,7 @@
 
 mod buckets;
 mod errors;
+mod gil;
 mod inputs;
 mod options;
 mod paimon;
@@ -15,7 +16,8 @@ use pyo3::prelude::*;
 use crate::merge::version::VersionColumns;
 use crate::read::{merge_parquet_files, run_of_parquet, Prefetch};
 use crate::MergeOptions;
-use errors::{guard, to_py_err};
+use errors::to_py_err;
+use gil::guard;
 use stream::PyStream;
 
 /// Merges sorted runs (objects with `__arrow_c_stream__`, `IterableRun`s, or paths of

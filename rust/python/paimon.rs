@@ -9,7 +9,7 @@ use arrow_schema::{ArrowError, Schema};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use super::errors::guard;
+use super::gil::guard;
 use super::options::merge_function;
 use super::stream::PyStream;
 use crate::error::MergeError;

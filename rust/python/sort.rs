@@ -9,7 +9,8 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use super::errors::{guard, to_py_err};
+use super::errors::to_py_err;
+use super::gil::{guard, release};
 use super::inputs::read_run;
 use super::options::merge_function;
 use super::stream::PyStream;
@@ -56,13 +57,6 @@ fn write_all(py: Python<'_>, buffer: &mut SortBuffer, mut run: Run) -> PyResult<
             None => return Ok(()),
         }
     }
-}
-
-/// Drops `value` without the GIL: dropping a sort or a merge joins its worker threads,
-/// and a worker that frees a buffer pyarrow owns needs the GIL to do so (holding it
-/// while joining deadlocked an interrupted table write).
-pub(crate) fn release<T: Send>(py: Python<'_>, value: T) {
-    py.detach(move || drop(value));
 }
 
 /// Sorts data larger than memory by spilling sorted runs to disk.

@@ -12,8 +12,8 @@ use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyDict};
 
-use super::errors::{guard, to_py_err};
-use super::sort::release;
+use super::errors::to_py_err;
+use super::gil::{guard, release};
 use crate::error::MergeError;
 use crate::merge::stream::{MergeReader, MergeStream, StatsHandle};
 
