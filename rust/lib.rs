@@ -4,17 +4,20 @@
 //! by key and folds the versions of each key with a *merge function*. [`merge`] does
 //! that with Paimon's loser tree (or a binary heap, the baseline).
 //!
-//! Layout, in the order data flows:
-//! - [`keys`]: key columns in comparable form (fast paths per type, row format otherwise);
-//! - `merge` (cursors over the runs, version order, stored batches, the output builder):
-//!   the public [`merge`] tying the engine and the merge function together;
-//! - [`engine`]: the loser tree and the heap, producing key groups;
-//! - [`fold`]: merge functions folding a key group;
-//! - [`read`]: a table's read: Parquet data files decoded as runs, ahead of the merge,
-//!   each bucket's merge (cut into key ranges) on worker threads, read as one stream;
+//! Layout, in the order data flows (a table's files decoded into runs, the runs merged
+//! key by key, each key's versions folded, the output built):
+//! - [`read`]: a table's read, composed in one place ([`read::read_sections`]): its
+//!   Parquet data files decoded as runs ahead of the merge, each bucket's merge (cut
+//!   into key ranges) on worker threads, the merges' outputs read as one stream;
+//! - `merge`: the merge of sorted runs: cursors over the runs, the version order of a
+//!   key's rows, the batches those rows stand in, the output builder, and [`merge`]
+//!   composing them with an engine and a merge function;
+//! - `keys`: key columns in comparable form (fast paths per type, row format otherwise);
+//! - `engine`: the loser trees and the heap, producing key groups;
+//! - `fold`: merge functions folding a key group;
+//! - `sort`: the spillable external sort ([`SortBuffer`]) and its spill files;
 //! - [`bucket`]: the bucket of a key: a value-stable hash, and Paimon's (the hash of the
 //!   key's `BinaryRow`);
-//! - [`sort`]: the spillable external sort ([`SortBuffer`]) and its spill files;
 //! - `python` (feature `python`): the `merge_core._native` extension module.
 //!
 //! ```
@@ -41,13 +44,13 @@
 #![warn(missing_docs)]
 
 pub mod bucket;
-pub mod engine;
+pub(crate) mod engine;
 mod error;
-pub mod fold;
+pub(crate) mod fold;
 pub(crate) mod keys;
 mod merge;
 pub mod read;
-pub mod sort;
+pub(crate) mod sort;
 
 #[cfg(feature = "python")]
 mod python;
