@@ -246,7 +246,7 @@ const NOT_IMPLEMENTED: [&str; 8] = [
 ];
 
 impl std::str::FromStr for AggFunction {
-    type Err = crate::MergeError;
+    type Err = crate::error::MergeError;
 
     fn from_str(s: &str) -> Result<Self> {
         if let Some((_, f)) = NAMES.iter().find(|(name, _)| *name == s) {

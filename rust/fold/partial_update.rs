@@ -354,7 +354,7 @@ impl PartialUpdater {
         Ok(false)
     }
 
-    fn error(&self, e: AccError, c: &Column, store: &BatchStore, r: RowRef) -> crate::MergeError {
+    fn error(&self, e: AccError, c: &Column, store: &BatchStore, r: RowRef) -> crate::error::MergeError {
         let function = c.aggregate.as_ref().map_or(AggFunction::LastValue, |(f, _)| *f);
         acc_error(e, &c.name, function, store, r, &self.key)
     }

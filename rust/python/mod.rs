@@ -13,9 +13,9 @@ mod stream;
 
 use pyo3::prelude::*;
 
+use crate::merge::plan::MergeOptions;
 use crate::merge::version::VersionColumns;
 use crate::read::{merge_parquet_files, run_of_parquet, Prefetch};
-use crate::MergeOptions;
 use errors::to_py_err;
 use gil::guard;
 use stream::PyStream;
@@ -61,7 +61,7 @@ fn merge(
             None => inputs::read_run(run),
         })
         .collect::<PyResult<Vec<_>>>()?;
-    let stream = guard(py, || crate::merge(runs, options))?;
+    let stream = guard(py, || crate::merge::stream::merge(runs, options))?;
     Ok(PyStream::new(stream))
 }
 

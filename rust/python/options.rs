@@ -132,7 +132,7 @@ pub(crate) fn merge_function(spec: &Bound<'_, PyAny>) -> PyResult<MergeFunction>
 fn agg_function(name: &Bound<'_, PyAny>) -> PyResult<AggFunction> {
     let name: String =
         name.extract().map_err(|_| bad("an aggregate function is named by a string".into()))?;
-    name.parse().map_err(|e: crate::MergeError| bad(e.to_string()))
+    name.parse().map_err(|e: crate::error::MergeError| bad(e.to_string()))
 }
 
 /// `{"col": "sum" | {"function": ..., "delimiter": ..., "distinct": ..., "ignore_retract": ...}}`

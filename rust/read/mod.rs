@@ -22,10 +22,12 @@ use std::path::PathBuf;
 
 use arrow_schema::SchemaRef;
 
+use crate::engine::Algorithm;
 use crate::error::Result;
 use crate::fold::MergeFunction;
+use crate::merge::plan::MergeOptions;
+use crate::merge::stream::{merge, MergeStream};
 use crate::merge::version::VersionColumns;
-use crate::{merge, Algorithm, MergeOptions, MergeStream};
 pub use files::{parquet_file, run_of_files, run_of_parquet, DataFile, Fetch};
 use groups::{merge_groups, GroupOptions};
 pub use prefetch::Prefetch;

@@ -40,6 +40,7 @@ use arrow_row::{RowConverter, Rows, SortField};
 use arrow_schema::DataType;
 use arrow_schema::SchemaRef;
 
+use crate::engine::Algorithm;
 use crate::error::{invalid, MergeError, Result};
 use crate::fold::value::ColumnView;
 use crate::fold::{Folder, MergeFunction};
@@ -50,7 +51,6 @@ use crate::merge::run::{Layout, Run};
 use crate::merge::store::{BatchStore, StoredBatch};
 use crate::merge::stream::{merge_runs, MergeStream, SharedSortStats, SharedStats};
 use crate::merge::version::{first_null, BatchVersions, VersionColumns};
-use crate::Algorithm;
 use sorted::{Buffered, SortedBatches};
 pub use spill::Compression;
 use spill::{SpillDir, SpillFile};
