@@ -8,6 +8,23 @@
 //! An accumulated value is an [`Acc`]: picked values stay references to stored rows (the
 //! builder gathers them), computed ones are owned numbers or strings, collected list
 //! elements and map entries are references to the stored child arrays.
+//!
+//! Here: the accumulated value and where it reads ([`Cx`]), the trait, the functions'
+//! names and options, and the factory; each function, or family of functions, has a
+//! file of its own (`sum`, `product` with the `number` helpers they share, `min_max`,
+//! `last_value`, `first_value`, `listagg`, `bool_and_or`, `collect`, `merge_map`), as
+//! in Paimon's `mergetree/compact/aggregate/`.
+
+mod bool_and_or;
+mod collect;
+mod first_value;
+mod last_value;
+mod listagg;
+mod merge_map;
+mod min_max;
+mod number;
+mod product;
+mod sum;
 
 use std::cmp::Ordering;
 
@@ -18,6 +35,17 @@ use arrow_schema::{DataType, Field};
 use super::value::{kind_of, read, Value, ValueKind};
 use crate::error::{invalid, Result};
 use crate::merge::store::{BatchStore, RowRef};
+use bool_and_or::BoolAgg;
+use collect::CollectAgg;
+use first_value::{FirstNonNullAgg, FirstValueAgg};
+use last_value::{LastNonNullAgg, LastValueAgg};
+use listagg::ListAggAgg;
+use merge_map::MergeMapAgg;
+pub(crate) use min_max::java_compare;
+use min_max::Extreme;
+use number::Number;
+use product::ProductAgg;
+use sum::SumAgg;
 
 /// A column's running value while one key's versions fold.
 #[derive(Debug, Clone, PartialEq)]
@@ -339,83 +367,6 @@ pub(crate) fn accumulator(field: &AggregateField, column: &Field) -> Result<Box<
     Ok(if field.ignore_retract { Box::new(IgnoreRetract(inner)) } else { inner })
 }
 
-/// The numeric type of a sum or product column.
-#[derive(Clone, Copy)]
-enum Number {
-    /// Integers and decimals (unscaled), with the column's range and decimal scale.
-    Int { min: i128, max: i128, scale: i8, decimal: bool },
-    /// Floats; `single`: float32, whose arithmetic rounds to float32 at every step.
-    Float { single: bool },
-}
-
-impl Number {
-    fn of(data_type: &DataType) -> Option<Self> {
-        use DataType::*;
-        let int = |min: i128, max: i128| Some(Self::Int { min, max, scale: 0, decimal: false });
-        match data_type {
-            Int8 => int(i8::MIN.into(), i8::MAX.into()),
-            Int16 => int(i16::MIN.into(), i16::MAX.into()),
-            Int32 => int(i32::MIN.into(), i32::MAX.into()),
-            Int64 => int(i64::MIN.into(), i64::MAX.into()),
-            UInt8 => int(0, u8::MAX.into()),
-            UInt16 => int(0, u16::MAX.into()),
-            UInt32 => int(0, u32::MAX.into()),
-            UInt64 => int(0, u64::MAX.into()),
-            Decimal128(p, s) => {
-                let bound = 10i128.pow(u32::from(*p)) - 1;
-                Some(Self::Int { min: -bound, max: bound, scale: *s, decimal: true })
-            }
-            Float32 => Some(Self::Float { single: true }),
-            Float64 => Some(Self::Float { single: false }),
-            _ => None,
-        }
-    }
-
-    fn int(self, v: Option<i128>) -> Result<Acc, AccError> {
-        match (self, v) {
-            (Self::Int { min, max, .. }, Some(v)) if (min..=max).contains(&v) => Ok(Acc::Int(v)),
-            _ => Err(AccError::Overflow),
-        }
-    }
-
-    fn float(self, v: f64) -> Acc {
-        match self {
-            Self::Float { single: true } => Acc::Float(v as f32 as f64),
-            _ => Acc::Float(v),
-        }
-    }
-
-    fn scale(self) -> i8 {
-        match self {
-            Self::Int { scale, .. } => scale,
-            Self::Float { .. } => 0,
-        }
-    }
-
-    fn is_decimal(self) -> bool {
-        matches!(self, Self::Int { decimal: true, .. })
-    }
-}
-
-/// `10^n` for a decimal scale (0 for a negative scale, which behaves as an integer here).
-fn pow10(scale: i8) -> i128 {
-    10i128.pow(u32::try_from(scale).unwrap_or(0))
-}
-
-/// `n / d` rounded half away from zero (Java's `RoundingMode.HALF_UP`).
-fn div_half_up(n: i128, d: i128) -> Option<i128> {
-    let (q, r) = (n.checked_div(d)?, n.checked_rem(d)?);
-    let away = r.checked_abs()?.checked_mul(2)? >= d.checked_abs()?;
-    Some(if away { q + n.signum() * d.signum() } else { q })
-}
-
-fn gcd(mut a: i128, mut b: i128) -> i128 {
-    while b != 0 {
-        (a, b) = (b, a % b);
-    }
-    a.abs()
-}
-
 /// Either side null: the other (`None` when both are values).
 fn null_or_other(acc: &Acc, input: &Acc, cx: &Cx) -> Option<Acc> {
     if cx.is_null(acc) {
@@ -424,286 +375,6 @@ fn null_or_other(acc: &Acc, input: &Acc, cx: &Cx) -> Option<Acc> {
         Some(acc.clone())
     } else {
         None
-    }
-}
-
-struct SumAgg(Number);
-
-impl SumAgg {
-    fn combine(&self, a: Value, b: Value, subtract: bool) -> Result<Acc, AccError> {
-        match (a, b) {
-            (Value::Int(a), Value::Int(b)) => {
-                self.0.int(if subtract { a.checked_sub(b) } else { a.checked_add(b) })
-            }
-            (Value::Float(a), Value::Float(b)) => Ok(self.0.float(if subtract { a - b } else { a + b })),
-            _ => unreachable!("a sum column holds numbers of one kind"),
-        }
-    }
-}
-
-impl Accumulator for SumAgg {
-    fn agg(&self, state: &mut State, input: Acc, cx: &Cx) -> Result<(), AccError> {
-        state.acc = match null_or_other(&state.acc, &input, cx) {
-            Some(either) => either,
-            None => self.combine(cx.value(&state.acc).unwrap(), cx.value(&input).unwrap(), false)?,
-        };
-        Ok(())
-    }
-
-    fn retract(&self, state: &mut State, input: Acc, cx: &Cx) -> Result<(), AccError> {
-        if cx.is_null(&input) {
-            return Ok(());
-        }
-        state.acc = match cx.value(&state.acc) {
-            None => match cx.value(&input).unwrap() {
-                Value::Int(v) => self.0.int(v.checked_neg())?,
-                Value::Float(v) => self.0.float(-v),
-                _ => unreachable!("a sum column holds numbers"),
-            },
-            Some(acc) => self.combine(acc, cx.value(&input).unwrap(), true)?,
-        };
-        Ok(())
-    }
-
-    fn output(&self) -> Output {
-        Output::Compute
-    }
-}
-
-struct ProductAgg(Number);
-
-impl Accumulator for ProductAgg {
-    fn agg(&self, state: &mut State, input: Acc, cx: &Cx) -> Result<(), AccError> {
-        state.acc = match null_or_other(&state.acc, &input, cx) {
-            Some(either) => either,
-            None => match (cx.value(&state.acc).unwrap(), cx.value(&input).unwrap()) {
-                // Decimals: the exact product, rounded half up to the column's scale.
-                (Value::Int(a), Value::Int(b)) => {
-                    let exact = a.checked_mul(b);
-                    self.0.int(exact.and_then(|p| div_half_up(p, pow10(self.0.scale()))))?
-                }
-                (Value::Float(a), Value::Float(b)) => self.0.float(a * b),
-                _ => unreachable!("a product column holds numbers of one kind"),
-            },
-        };
-        Ok(())
-    }
-
-    fn retract(&self, state: &mut State, input: Acc, cx: &Cx) -> Result<(), AccError> {
-        if cx.is_null(&state.acc) || cx.is_null(&input) {
-            return Ok(());
-        }
-        state.acc = match (cx.value(&state.acc).unwrap(), cx.value(&input).unwrap()) {
-            (Value::Int(_), Value::Int(0)) => return Err(AccError::Division),
-            // Integers: truncating division, as Java's.
-            (Value::Int(a), Value::Int(b)) if !self.0.is_decimal() => self.0.int(a.checked_div(b))?,
-            // Decimals: the exact quotient (an error if it does not terminate, as Java's
-            // BigDecimal.divide), rounded half up to the column's scale.
-            (Value::Int(a), Value::Int(b)) => {
-                let mut rest = b.abs() / gcd(a, b);
-                for p in [2, 5] {
-                    while rest % p == 0 {
-                        rest /= p;
-                    }
-                }
-                if rest != 1 {
-                    return Err(AccError::Division);
-                }
-                self.0.int(a.checked_mul(pow10(self.0.scale())).and_then(|n| div_half_up(n, b)))?
-            }
-            (Value::Float(a), Value::Float(b)) => self.0.float(a / b),
-            _ => unreachable!("a product column holds numbers of one kind"),
-        };
-        Ok(())
-    }
-
-    fn output(&self) -> Output {
-        Output::Compute
-    }
-}
-
-/// Java's order of values for min and max (`Float.compare` for floats: `-0.0 < 0.0`,
-/// every NaN above everything and equal to each other).
-pub(crate) fn java_compare(a: &Value, b: &Value) -> Ordering {
-    match (a, b) {
-        (Value::Float(a), Value::Float(b)) => match (a.is_nan(), b.is_nan()) {
-            (false, false) => a.total_cmp(b),
-            (x, y) => x.cmp(&y),
-        },
-        _ => a.compare(b),
-    }
-}
-
-/// min (`keep: Less`) and max (`keep: Greater`).
-struct Extreme {
-    keep: Ordering,
-}
-
-impl Accumulator for Extreme {
-    fn agg(&self, state: &mut State, input: Acc, cx: &Cx) -> Result<(), AccError> {
-        if let Some(either) = null_or_other(&state.acc, &input, cx) {
-            state.acc = either;
-            return Ok(());
-        }
-        let order = java_compare(&cx.value(&state.acc).unwrap(), &cx.value(&input).unwrap());
-        // On a tie min takes the input and max keeps the accumulator, as Paimon's do.
-        let keep_acc = match self.keep {
-            Ordering::Less => order == Ordering::Less,
-            _ => order != Ordering::Less,
-        };
-        if !keep_acc {
-            state.acc = input;
-        }
-        Ok(())
-    }
-
-    fn output(&self) -> Output {
-        Output::Pick
-    }
-}
-
-struct LastValueAgg;
-
-impl Accumulator for LastValueAgg {
-    fn agg(&self, state: &mut State, input: Acc, _cx: &Cx) -> Result<(), AccError> {
-        state.acc = input;
-        Ok(())
-    }
-
-    fn retract(&self, state: &mut State, _input: Acc, _cx: &Cx) -> Result<(), AccError> {
-        state.acc = Acc::Null;
-        Ok(())
-    }
-
-    fn output(&self) -> Output {
-        Output::Pick
-    }
-}
-
-struct LastNonNullAgg;
-
-impl Accumulator for LastNonNullAgg {
-    fn agg(&self, state: &mut State, input: Acc, cx: &Cx) -> Result<(), AccError> {
-        if !cx.is_null(&input) {
-            state.acc = input;
-        }
-        Ok(())
-    }
-
-    fn retract(&self, state: &mut State, input: Acc, cx: &Cx) -> Result<(), AccError> {
-        if !cx.is_null(&input) {
-            state.acc = Acc::Null;
-        }
-        Ok(())
-    }
-
-    fn output(&self) -> Output {
-        Output::Pick
-    }
-}
-
-struct FirstValueAgg;
-
-impl Accumulator for FirstValueAgg {
-    fn agg(&self, state: &mut State, input: Acc, _cx: &Cx) -> Result<(), AccError> {
-        if !state.initialized {
-            state.initialized = true;
-            state.acc = input;
-        }
-        Ok(())
-    }
-
-    fn output(&self) -> Output {
-        Output::Pick
-    }
-}
-
-struct FirstNonNullAgg;
-
-impl Accumulator for FirstNonNullAgg {
-    fn agg(&self, state: &mut State, input: Acc, cx: &Cx) -> Result<(), AccError> {
-        if !state.initialized && !cx.is_null(&input) {
-            state.initialized = true;
-            state.acc = input;
-        }
-        Ok(())
-    }
-
-    fn output(&self) -> Output {
-        Output::Pick
-    }
-}
-
-/// Java's `Character.isWhitespace`, which Paimon's blank test uses.
-fn java_whitespace(c: char) -> bool {
-    matches!(c, '\t' | '\n' | '\u{0B}' | '\u{0C}' | '\r' | '\u{1C}'..='\u{1F}')
-        || (c.is_whitespace() && !matches!(c, '\u{A0}' | '\u{2007}' | '\u{202F}' | '\u{85}'))
-}
-
-fn is_blank(s: &str) -> bool {
-    s.chars().all(java_whitespace)
-}
-
-struct ListAggAgg {
-    delimiter: String,
-    distinct: bool,
-}
-
-impl Accumulator for ListAggAgg {
-    fn agg(&self, state: &mut State, input: Acc, cx: &Cx) -> Result<(), AccError> {
-        let text = |acc: &Acc| -> Option<String> {
-            cx.value(acc).map(|v| match v {
-                Value::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
-                _ => unreachable!("a listagg column holds strings"),
-            })
-        };
-        let Some(input_text) = text(&input).filter(|s| !is_blank(s)) else { return Ok(()) };
-        let Some(mut joined) = text(&state.acc).filter(|s| !is_blank(s)) else {
-            state.acc = input;
-            return Ok(());
-        };
-        if self.distinct {
-            // Tokens of the accumulated string are taken as they are; the input's are added
-            // once each, blank ones skipped.
-            let mut seen: Vec<String> = joined.split(self.delimiter.as_str()).map(str::to_owned).collect();
-            for token in input_text.split(self.delimiter.as_str()) {
-                if !is_blank(token) && !seen.iter().any(|s| s == token) {
-                    seen.push(token.to_owned());
-                    joined.push_str(&self.delimiter);
-                    joined.push_str(token);
-                }
-            }
-        } else {
-            joined.push_str(&self.delimiter);
-            joined.push_str(&input_text);
-        }
-        state.acc = Acc::Text(joined);
-        Ok(())
-    }
-
-    fn output(&self) -> Output {
-        Output::Compute
-    }
-}
-
-struct BoolAgg {
-    and: bool,
-}
-
-impl Accumulator for BoolAgg {
-    fn agg(&self, state: &mut State, input: Acc, cx: &Cx) -> Result<(), AccError> {
-        state.acc = match null_or_other(&state.acc, &input, cx) {
-            Some(either) => either,
-            None => match (cx.value(&state.acc).unwrap(), cx.value(&input).unwrap()) {
-                (Value::Bool(a), Value::Bool(b)) => Acc::Bool(if self.and { a && b } else { a || b }),
-                _ => unreachable!("a boolean column holds booleans"),
-            },
-        };
-        Ok(())
-    }
-
-    fn output(&self) -> Output {
-        Output::Compute
     }
 }
 
@@ -723,158 +394,5 @@ fn items_equal(cx: &Cx, a: (u32, u32), b: (u32, u32), children: impl Fn(&ArrayRe
         }
         (Some(p), Some(q)) if kind_of(x.data_type()) != ValueKind::Other => p == q,
         _ => x.slice(i, 1).to_data() == y.slice(j, 1).to_data(),
-    }
-}
-
-fn same(child: &ArrayRef) -> ArrayRef {
-    child.clone()
-}
-
-/// The key column of map entries.
-fn map_keys(entries: &ArrayRef) -> ArrayRef {
-    entries.as_struct().column(0).clone()
-}
-
-struct CollectAgg {
-    distinct: bool,
-    set_semantics: bool,
-}
-
-impl Accumulator for CollectAgg {
-    fn agg(&self, state: &mut State, input: Acc, cx: &Cx) -> Result<(), AccError> {
-        let (acc, new) = (cx.items(&state.acc), cx.items(&input));
-        if acc.is_none() && new.is_none() {
-            state.acc = Acc::Null;
-            return Ok(());
-        }
-        if (acc.is_none() || new.is_none()) && !self.distinct {
-            if acc.is_none() {
-                state.acc = input;
-            }
-            return Ok(());
-        }
-        let mut items: Vec<(u32, u32)> = Vec::new();
-        let add_once = |items: &mut Vec<(u32, u32)>, item| {
-            if !items.iter().any(|&have| items_equal(cx, have, item, same)) {
-                items.push(item);
-            }
-        };
-        for item in acc.into_iter().flatten() {
-            match self.distinct && self.set_semantics {
-                true => add_once(&mut items, item),
-                false => items.push(item),
-            }
-        }
-        for item in new.into_iter().flatten() {
-            match self.distinct {
-                true => add_once(&mut items, item),
-                false => items.push(item),
-            }
-        }
-        state.acc = Acc::Items(items);
-        Ok(())
-    }
-
-    /// Each retracted element removes one equal element, the first.
-    fn retract(&self, state: &mut State, input: Acc, cx: &Cx) -> Result<(), AccError> {
-        let Some(mut items) = cx.items(&state.acc) else {
-            state.acc = Acc::Null;
-            return Ok(());
-        };
-        let retracted = cx.items(&input).unwrap_or_default();
-        if retracted.is_empty() {
-            return Ok(());
-        }
-        for gone in retracted {
-            if let Some(at) = items.iter().position(|&have| items_equal(cx, have, gone, same)) {
-                items.remove(at);
-            }
-        }
-        state.acc = Acc::Items(items);
-        Ok(())
-    }
-
-    fn output(&self) -> Output {
-        Output::Items
-    }
-}
-
-struct MergeMapAgg;
-
-impl Accumulator for MergeMapAgg {
-    /// The union of the entries, a later entry replacing an earlier one of an equal key
-    /// in its place (Paimon's hash map leaves the order unspecified).
-    fn agg(&self, state: &mut State, input: Acc, cx: &Cx) -> Result<(), AccError> {
-        let (Some(acc), Some(new)) = (cx.items(&state.acc), cx.items(&input)) else {
-            if cx.is_null(&state.acc) {
-                state.acc = input;
-            }
-            return Ok(());
-        };
-        let mut entries: Vec<(u32, u32)> = Vec::new();
-        for entry in acc.into_iter().chain(new) {
-            match entries.iter().position(|&have| items_equal(cx, have, entry, map_keys)) {
-                Some(at) => entries[at] = entry,
-                None => entries.push(entry),
-            }
-        }
-        state.acc = Acc::Items(entries);
-        Ok(())
-    }
-
-    /// Removes every entry whose key the retracted map holds.
-    fn retract(&self, state: &mut State, input: Acc, cx: &Cx) -> Result<(), AccError> {
-        let Some(acc) = cx.items(&state.acc) else {
-            state.acc = Acc::Null;
-            return Ok(());
-        };
-        let retracted = cx.items(&input).unwrap_or_default();
-        if retracted.is_empty() {
-            return Ok(());
-        }
-        let mut entries: Vec<(u32, u32)> = Vec::new();
-        for entry in acc {
-            if retracted.iter().any(|&gone| items_equal(cx, gone, entry, map_keys)) {
-                continue;
-            }
-            match entries.iter().position(|&have| items_equal(cx, have, entry, map_keys)) {
-                Some(at) => entries[at] = entry,
-                None => entries.push(entry),
-            }
-        }
-        state.acc = Acc::Items(entries);
-        Ok(())
-    }
-
-    fn output(&self) -> Output {
-        Output::Items
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn half_up_division_rounds_away_from_zero() {
-        assert_eq!(div_half_up(25, 10), Some(3));
-        assert_eq!(div_half_up(-25, 10), Some(-3));
-        assert_eq!(div_half_up(24, 10), Some(2));
-        assert_eq!(div_half_up(-26, 10), Some(-3));
-    }
-
-    #[test]
-    fn blank_is_javas_whitespace() {
-        assert!(is_blank("") && is_blank(" \t\n\u{1F}"));
-        assert!(!is_blank("\u{A0}") && !is_blank(" a "));
-    }
-
-    #[test]
-    fn nan_sorts_above_everything_for_min_and_max() {
-        let (nan, neg_nan) = (Value::Float(f64::NAN), Value::Float(-f64::NAN));
-        assert_eq!(java_compare(&nan, &Value::Float(f64::INFINITY)), Ordering::Greater);
-        assert_eq!(java_compare(&neg_nan, &Value::Float(1.0)), Ordering::Greater);
-        assert_eq!(java_compare(&nan, &neg_nan), Ordering::Equal);
-        assert_eq!(java_compare(&Value::Float(-0.0), &Value::Float(0.0)), Ordering::Less);
     }
 }
