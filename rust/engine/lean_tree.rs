@@ -1,6 +1,6 @@
 //! A plain loser tree, the default engine. A popped run advances at once and climbs
 //! again: one replay of its path per row and no per-run state, where Paimon's tree
-//! ([`super::LoserTree`]) parks popped runs in the tree until the group is complete.
+//! ([`super::PaimonLoserTree`]) parks popped runs in the tree until the group is complete.
 //! A group is then "every winner whose key equals the first one's": the next winner
 //! is compared with the row the first run took, which stays readable after its run
 //! moved on (its batch's keys are kept until the run moves again), and for most keys

@@ -3,7 +3,7 @@
 //! how they find the next smallest key:
 //!
 //! - [`LeanTree`]: a plain loser tree, the default (`Algorithm::LoserTree`);
-//! - [`LoserTree`]: Paimon's loser tree with its same-key state machine (seed 000);
+//! - [`PaimonLoserTree`]: Paimon's loser tree with its same-key state machine;
 //! - [`Heap`]: the binary-heap baseline (Paimon's `SortMergeReaderWithMinHeap`).
 //!
 //! Every group is complete before it is folded, so a merge function sees each key
@@ -11,11 +11,11 @@
 
 mod heap;
 mod lean_tree;
-mod loser_tree;
+mod paimon_loser_tree;
 
 pub(crate) use heap::Heap;
 pub(crate) use lean_tree::LeanTree;
-pub(crate) use loser_tree::LoserTree;
+pub(crate) use paimon_loser_tree::PaimonLoserTree;
 
 use crate::error::Result;
 use crate::keys::KeyEncoder;

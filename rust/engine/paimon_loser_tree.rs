@@ -1,4 +1,5 @@
-//! Paimon's loser tree for merging runs key group by key group (seed 000).
+//! Paimon's loser tree (its `LoserTree`, behind `SortMergeReaderWithLoserTree`), which
+//! merges runs key group by key group.
 //!
 //! The tree is a flat `Vec` of run indices. `nodes[0]` holds the overall winner; each
 //! internal node `n` in `1..k` holds the run that lost the match played there; run `i`
@@ -34,10 +35,11 @@
 //! `first_same_key` records the lowest node at which a climbing run beat a run with the
 //! same key. When that run is popped, the search for the next version of the key jumps
 //! straight to that node instead of replaying the matches below it, and when it is
-//! `None` the group is known to be complete without any comparison (seed 000's proof).
+//! `None` the group is known to be complete without any comparison: the run beat no run
+//! of its key on its way up, so no other run holds the key.
 //!
-//! One refinement over the seed: a `WinnerSameKey` run that beats a `LoserSameKey` run
-//! records that node too, or the beaten run could be missed after the winner is popped.
+//! As in Paimon's code, a `WinnerSameKey` run that beats a `LoserSameKey` run records
+//! that node too, or the beaten run could be missed after the winner is popped.
 
 use std::cmp::Ordering;
 
@@ -81,13 +83,13 @@ impl Leaf {
 }
 
 #[derive(Default)]
-pub(crate) struct LoserTree {
+pub(crate) struct PaimonLoserTree {
     nodes: Vec<usize>,
     leaves: Vec<Leaf>,
     started: bool,
 }
 
-impl LoserTree {
+impl PaimonLoserTree {
     fn build<E: KeyEncoder>(&mut self, runs: &mut Runs<E>) -> Result<()> {
         let k = runs.len();
         self.nodes = vec![EMPTY; k];
@@ -224,7 +226,7 @@ fn bug(what: &str) -> MergeError {
     MergeError::Internal(format!("loser tree: {what}"))
 }
 
-impl<E: KeyEncoder> MergeEngine<E> for LoserTree {
+impl<E: KeyEncoder> MergeEngine<E> for PaimonLoserTree {
     fn next_group(&mut self, runs: &mut Runs<E>, group: &mut Group) -> Result<bool> {
         if runs.len() == 0 {
             return Ok(false);
