@@ -2,7 +2,7 @@
 //! of one key, in version order) and count their key comparisons; they differ only in
 //! how they find the next smallest key:
 //!
-//! - [`LeanTree`]: a plain loser tree, the default (`Algorithm::LoserTree`);
+//! - [`LoserTree`]: a plain loser tree, the default;
 //! - [`PaimonLoserTree`]: Paimon's loser tree with its same-key state machine;
 //! - [`Heap`]: the binary-heap baseline (Paimon's `SortMergeReaderWithMinHeap`).
 //!
@@ -10,11 +10,11 @@
 //! exactly once.
 
 mod heap;
-mod lean_tree;
+mod loser_tree;
 mod paimon_loser_tree;
 
 pub(crate) use heap::Heap;
-pub(crate) use lean_tree::LeanTree;
+pub(crate) use loser_tree::LoserTree;
 pub(crate) use paimon_loser_tree::PaimonLoserTree;
 
 use crate::error::Result;

@@ -12,7 +12,7 @@ use arrow_schema::{ArrowError, Field, Schema, SchemaRef};
 use super::builder::OutputBuilder;
 use super::plan::{MergeOptions, MergePlan};
 use super::run::{BatchIter, Group, Layout, Run, Runs};
-use crate::engine::{Algorithm, Heap, LeanTree, MergeEngine, PaimonLoserTree};
+use crate::engine::{Algorithm, Heap, LoserTree, MergeEngine, PaimonLoserTree};
 use crate::error::{invalid, MergeError, Result};
 use crate::fold::{Folder, Paths};
 use crate::keys::{dispatch, KeyEncoder, KeyVisitor};
@@ -288,7 +288,7 @@ impl KeyVisitor for BuildMerge {
 
     fn visit<E: KeyEncoder>(self, encoder: E) -> BoxedBatches {
         match self.algorithm {
-            Algorithm::LoserTree => self.with_engine(encoder, LeanTree::default()),
+            Algorithm::LoserTree => self.with_engine(encoder, LoserTree::default()),
             Algorithm::PaimonLoserTree => self.with_engine(encoder, PaimonLoserTree::default()),
             Algorithm::Heap => self.with_engine(encoder, Heap::default()),
         }
@@ -445,7 +445,7 @@ impl KeyVisitor for OrderOnly {
         }
         let runs = Runs::new(self.inputs, encoder, self.layout);
         match self.algorithm {
-            Algorithm::LoserTree => drive(runs, LeanTree::default()),
+            Algorithm::LoserTree => drive(runs, LoserTree::default()),
             Algorithm::PaimonLoserTree => drive(runs, PaimonLoserTree::default()),
             Algorithm::Heap => drive(runs, Heap::default()),
         }

@@ -20,7 +20,7 @@ use crate::merge::run::{Group, Runs};
 const EMPTY: usize = usize::MAX;
 
 #[derive(Default)]
-pub(crate) struct LeanTree {
+pub(crate) struct LoserTree {
     /// `nodes[0]`: the winner; `nodes[n]` for `n` in `1..k`: the loser of the match there.
     nodes: Vec<usize>,
     /// The digest of each node's run, read beside it: most matches are settled by the
@@ -29,7 +29,7 @@ pub(crate) struct LeanTree {
     started: bool,
 }
 
-impl LeanTree {
+impl LoserTree {
     /// Lets `run` climb from its leaf, playing the match at each node.
     #[inline]
     fn replay<E: KeyEncoder>(&mut self, runs: &mut Runs<E>, run: usize) {
@@ -66,7 +66,7 @@ impl LeanTree {
     }
 }
 
-impl<E: KeyEncoder> MergeEngine<E> for LeanTree {
+impl<E: KeyEncoder> MergeEngine<E> for LoserTree {
     fn next_group(&mut self, runs: &mut Runs<E>, group: &mut Group) -> Result<bool> {
         if runs.len() == 0 {
             return Ok(false);
