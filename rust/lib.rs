@@ -2,7 +2,7 @@
 //!
 //! A primary-key table stores each write as a *sorted run*; a read merges the runs key
 //! by key and folds the versions of each key with a *merge function*. [`merge`] does
-//! that with Paimon's loser tree (or a binary heap, the baseline).
+//! that with a loser tree (or Paimon's own loser tree, or a binary heap, the baseline).
 //!
 //! Layout, in the order data flows (a table's files decoded into runs, the runs merged
 //! key by key, each key's versions folded, the output built):

@@ -16,7 +16,7 @@
 //!    spills the rest and merges the spilled runs with the loser tree. When there are
 //!    more runs than `max_fan_in`, intermediate passes merge contiguous runs (keeping
 //!    their version order), a partial round first so that every later round is a full
-//!    `max_fan_in`-way merge (seed 002); runs are never merged while data is written.
+//!    `max_fan_in`-way merge; runs are never merged while data is written.
 //!
 //! # Folding while sorting
 //!
@@ -647,7 +647,7 @@ mod tests {
 
     #[test]
     fn plans_a_partial_round_first() {
-        // Seed 002's example: 19 runs, fan-in 4 -> merge 4 of them, leaving 16.
+        // 19 runs at fan-in 4: the partial round merges 4 of them, leaving 16 for full rounds.
         let plan = plan_round(19, 4);
         assert_eq!(plan.iter().sum::<usize>(), 19);
         assert_eq!(plan.len(), 16);
