@@ -11,7 +11,9 @@ use arrow_schema::DataType;
 
 use super::accumulator::{accumulator, Acc, AccError, Accumulator, Output, State};
 use super::value::{ColumnView, Value};
-use super::{acc_error, cx, sink_of, AggFunction, AggregateField, Columns, MergeFunction, Paths};
+use super::{
+    acc_error, cannot_retract, cx, sink_of, AggFunction, AggregateField, Columns, MergeFunction, Paths,
+};
 use crate::error::{invalid, Result};
 use crate::merge::builder::{NewestRule, OutputBuilder, Sink};
 use crate::merge::store::{BatchStore, RowRef};
@@ -144,6 +146,16 @@ impl Aggregator {
         }
         self.system_sequence.iter().for_each(|&s| out.gather(s, row));
         Ok(())
+    }
+
+    /// See [`super::Folder::retract_refusal`]: a `-D` with `remove_record_on_delete`
+    /// replaces the row; any other retract reaches every column's function.
+    pub(crate) fn retract_refusal(&self, kind: RowKind) -> Option<String> {
+        if self.remove_record_on_delete && kind == RowKind::Delete {
+            return None;
+        }
+        let c = self.columns.iter().find(|c| !c.accumulator.retracts())?;
+        Some(cannot_retract(&c.name, c.function, kind))
     }
 
     /// Folds two versions or more (after `ignore_delete`) into one row.

@@ -154,6 +154,20 @@ impl MergeFunction {
         }
     }
 
+    /// Why a write must not store a retract of `kind` for this function over runs of
+    /// `schema` (`None`: it may): the retract would make every later read of its key fail
+    /// (see [`Folder::retract_refusal`]). Paimon's writers fail the same way.
+    pub fn retract_refusal(
+        &self,
+        schema: arrow_schema::SchemaRef,
+        key: &[String],
+        versions: &crate::merge::version::VersionColumns,
+        kind: RowKind,
+    ) -> Result<Option<String>> {
+        let layout = Layout::new(schema, key, versions, false)?;
+        Ok(Folder::new(self.clone(), &layout)?.retract_refusal(kind))
+    }
+
     /// Paimon's name of the function, for messages.
     pub fn name(&self) -> &'static str {
         match self {
@@ -303,6 +317,22 @@ impl Folder {
             .collect()
     }
 
+    /// Why this function cannot fold a retract of `kind` with other versions of its key,
+    /// whatever their values (`None`: it can): what a write checks before it stores a
+    /// retract that would make every later read of the key fail, worded as the fold's
+    /// error when it meets one.
+    pub(crate) fn retract_refusal(&self, kind: RowKind) -> Option<String> {
+        if self.ignore_delete {
+            return None;
+        }
+        match &self.engine {
+            Engine::None | Engine::Deduplicate => None,
+            Engine::FirstRow => Some(first_row_refuses(kind)),
+            Engine::PartialUpdate(updater) => updater.retract_refusal(kind),
+            Engine::Aggregate(aggregator) => aggregator.retract_refusal(kind),
+        }
+    }
+
     /// Folds one key group (in version order) into `out`.
     #[inline(always)]
     pub(crate) fn fold(&self, group: &[RowRef], store: &BatchStore, out: &mut OutputBuilder) -> Result<()> {
@@ -371,12 +401,7 @@ impl Folder {
             }
             Engine::FirstRow => {
                 if let Some(&r) = rows.iter().find(|&&r| store.is_retract(r)) {
-                    return Err(invalid!(
-                        "{}: merge function 'first-row' cannot take a retract ({}) among several versions of \
-                         a key; set ignore_delete=True to drop retracts (Paimon: 'ignore-delete')",
-                        location(store, r),
-                        store.kind(r).as_str()
-                    ));
+                    return Err(invalid!("{}: {}", location(store, r), first_row_refuses(store.kind(r))));
                 }
                 out.push(rows[0], RowKind::Insert);
                 Ok(())
@@ -385,6 +410,25 @@ impl Folder {
             Engine::Aggregate(aggregator) => aggregator.fold(rows, store, out),
         }
     }
+}
+
+/// Why first-row cannot fold a retract (Paimon's `FirstRowMergeFunction` refuses them).
+fn first_row_refuses(kind: RowKind) -> String {
+    format!(
+        "merge function 'first-row' cannot take a retract ({}) among several versions of a key; set \
+         ignore_delete=True to drop retracts (Paimon: 'ignore-delete')",
+        kind.as_str()
+    )
+}
+
+/// Why an aggregate function cannot fold a retract of a column.
+fn cannot_retract(column: &str, function: AggFunction, kind: RowKind) -> String {
+    format!(
+        "aggregate function '{}' of column '{column}' cannot take a retract ({}); set ignore_retract for \
+         that field (Paimon: 'fields.{column}.ignore-retract')",
+        function.name(),
+        kind.as_str()
+    )
 }
 
 /// Where a stored row came from, for messages.
@@ -414,11 +458,7 @@ fn acc_error(
     let at = format!("{}, key ({})", location(store, row), key_text(store, row, key));
     let name = function.name();
     match e {
-        AccError::CannotRetract => invalid!(
-            "{at}: aggregate function '{name}' of column '{column}' cannot take a retract ({}); set \
-             ignore_retract for that field (Paimon: 'fields.{column}.ignore-retract')",
-            store.kind(row).as_str()
-        ),
+        AccError::CannotRetract => invalid!("{at}: {}", cannot_retract(column, function, store.kind(row))),
         AccError::Overflow => invalid!("{at}: {name} of column '{column}' overflows its type"),
         AccError::Division => invalid!(
             "{at}: {name} of column '{column}' cannot take this retract back: it divides by zero or gives a \

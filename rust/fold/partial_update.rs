@@ -21,7 +21,7 @@ use std::cmp::Ordering;
 use arrow_schema::DataType;
 
 use super::accumulator::{accumulator, java_compare, Acc, AccError, Accumulator, State};
-use super::{acc_error, cx, sink_of, AggFunction, Columns, MergeFunction, Paths};
+use super::{acc_error, cannot_retract, cx, sink_of, AggFunction, Columns, MergeFunction, Paths};
 use crate::error::{invalid, Result};
 use crate::merge::builder::{NewestRule, OutputBuilder, Sink};
 use crate::merge::store::{BatchStore, RowRef};
@@ -240,13 +240,7 @@ impl PartialUpdater {
                     row.fill(r);
                 }
             } else {
-                return Err(invalid!(
-                    "{}: merge function 'partial-update' cannot take a retract ({}) among several versions of a \
-                     key; set ignore_delete=True (drop retracts), remove_record_on_delete=True (a -D removes the \
-                     row) or sequence_groups (retract the groups' columns)",
-                    super::location(store, r),
-                    store.kind(r).as_str()
-                ));
+                return Err(invalid!("{}: {}", super::location(store, r), refuses(store.kind(r))));
             }
         }
         if deleted || !row.inserted {
@@ -324,6 +318,20 @@ impl PartialUpdater {
         Ok(())
     }
 
+    /// See [`super::Folder::retract_refusal`]: without sequence groups, retracts are taken
+    /// only with `remove_record_on_delete` (a `-D` removes the row, a `-U` is skipped); with
+    /// groups, a retract reaches the groups' columns, whose aggregate functions must take
+    /// it back.
+    pub(crate) fn retract_refusal(&self, kind: RowKind) -> Option<String> {
+        if self.groups.is_empty() {
+            return (!self.remove_record_on_delete).then(|| refuses(kind));
+        }
+        self.columns.iter().find_map(|c| match (&c.group, &c.aggregate) {
+            (Some(_), Some((function, a))) if !a.retracts() => Some(cannot_retract(&c.name, *function, kind)),
+            _ => None,
+        })
+    }
+
     /// Applies a retract with sequence groups; `true` if it deleted the whole row.
     fn retract_with_groups(&self, row: &mut Row, r: RowRef, store: &BatchStore) -> Result<bool> {
         let turns = self.turns(row, r, store);
@@ -358,6 +366,18 @@ impl PartialUpdater {
         let function = c.aggregate.as_ref().map_or(AggFunction::LastValue, |(f, _)| *f);
         acc_error(e, &c.name, function, store, r, &self.key)
     }
+}
+
+/// Why partial-update without sequence groups cannot fold a retract (Paimon's refuses them
+/// unless told what a retract means).
+fn refuses(kind: RowKind) -> String {
+    format!(
+        "merge function 'partial-update' cannot take a retract ({}) among several versions of a key; set \
+         ignore_delete=True (drop retracts; Paimon: 'ignore-delete'), remove_record_on_delete=True (a -D removes \
+         the row; 'partial-update.remove-record-on-delete') or sequence_groups (retract the groups' columns; \
+         'fields.<ordering>.sequence-group')",
+        kind.as_str()
+    )
 }
 
 /// The row a key's versions fold into.

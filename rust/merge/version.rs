@@ -44,7 +44,8 @@ impl RowKind {
         ["+I", "-U", "+U", "-D"][self as usize]
     }
 
-    fn from_code(code: i64) -> Option<Self> {
+    /// The kind of a code (0 `+I`, 1 `-U`, 2 `+U`, 3 `-D`).
+    pub fn from_code(code: i64) -> Option<Self> {
         Some(match code {
             0 => Self::Insert,
             1 => Self::UpdateBefore,

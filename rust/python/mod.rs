@@ -71,6 +71,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyStream>()?;
     m.add_class::<sort::PySortBuffer>()?;
     m.add_function(wrap_pyfunction!(sort::sort, m)?)?;
+    m.add_function(wrap_pyfunction!(sort::retract_refusal, m)?)?;
     m.add_function(wrap_pyfunction!(buckets::bucket_ids, m)?)?;
     m.add_function(wrap_pyfunction!(paimon::read_paimon, m)?)?;
     m.add_function(wrap_pyfunction!(buckets::paimon_bucket_ids, m)?)?;

@@ -1,7 +1,7 @@
 //! `merge_core.SortBuffer` and `merge_core.sort`: the spillable sort from Python.
 
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use arrow_pyarrow::FromPyArrow;
 use arrow_schema::Schema;
@@ -16,7 +16,7 @@ use super::options::merge_function;
 use super::stream::PyStream;
 use crate::error::MergeError;
 use crate::merge::run::Run;
-use crate::merge::version::VersionColumns;
+use crate::merge::version::{RowKind, VersionColumns};
 use crate::read::{run_of_parquet, Prefetch};
 use crate::sort::{SortBuffer, SortOptions};
 
@@ -170,4 +170,22 @@ pub(crate) fn sort(
     let mut buffer = SortBuffer::new(run.schema.clone(), options).map_err(|e| to_py_err(py, e))?;
     write_all(py, &mut buffer, run)?;
     Ok(PyStream::new(guard(py, || buffer.finish())?))
+}
+
+/// Why a table's write must refuse retracts of `kind` (a code, 1 `-U` or 3 `-D`) for a
+/// sort buffer of `schema` with `options` (`None`: they are fine); see
+/// `MergeFunction::retract_refusal`.
+#[pyfunction]
+pub(crate) fn retract_refusal(
+    py: Python<'_>,
+    schema: &Bound<'_, PyAny>,
+    options: &Bound<'_, PyDict>,
+    kind: i64,
+) -> PyResult<Option<String>> {
+    let schema = Arc::new(Schema::from_pyarrow_bound(schema)?);
+    let options = sort_options(py, options)?;
+    let kind =
+        RowKind::from_code(kind).ok_or_else(|| PyValueError::new_err(format!("no row kind {kind}")))?;
+    let function = options.merge.unwrap_or_default();
+    function.retract_refusal(schema, &options.key, &options.versions, kind).map_err(|e| to_py_err(py, e))
 }

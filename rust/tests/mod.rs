@@ -5,4 +5,5 @@ mod fold_paths;
 mod merge_props;
 mod read;
 mod reference;
+mod retracts;
 mod slices;

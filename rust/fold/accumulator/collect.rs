@@ -51,6 +51,10 @@ impl Accumulator for CollectAgg {
     }
 
     /// Each retracted element removes one equal element, the first.
+    fn retracts(&self) -> bool {
+        true
+    }
+
     fn retract(&self, state: &mut State, input: Acc, cx: &Cx) -> Result<(), AccError> {
         let Some(mut items) = cx.items(&state.acc) else {
             state.acc = Acc::Null;

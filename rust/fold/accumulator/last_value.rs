@@ -10,6 +10,10 @@ impl Accumulator for LastValueAgg {
         Ok(())
     }
 
+    fn retracts(&self) -> bool {
+        true
+    }
+
     fn retract(&self, state: &mut State, _input: Acc, _cx: &Cx) -> Result<(), AccError> {
         state.acc = Acc::Null;
         Ok(())
@@ -28,6 +32,10 @@ impl Accumulator for LastNonNullAgg {
             state.acc = input;
         }
         Ok(())
+    }
+
+    fn retracts(&self) -> bool {
+        true
     }
 
     fn retract(&self, state: &mut State, input: Acc, cx: &Cx) -> Result<(), AccError> {

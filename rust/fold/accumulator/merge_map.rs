@@ -35,6 +35,10 @@ impl Accumulator for MergeMapAgg {
     }
 
     /// Removes every entry whose key the retracted map holds.
+    fn retracts(&self) -> bool {
+        true
+    }
+
     fn retract(&self, state: &mut State, input: Acc, cx: &Cx) -> Result<(), AccError> {
         let Some(acc) = cx.items(&state.acc) else {
             state.acc = Acc::Null;

@@ -191,6 +191,12 @@ pub(crate) trait Accumulator: Send + Sync {
         Err(AccError::CannotRetract)
     }
 
+    /// Whether [`Self::retract`] takes versions back: `false` where it is the default
+    /// (an error), so that a write can refuse retracts before anything is stored.
+    fn retracts(&self) -> bool {
+        false
+    }
+
     fn output(&self) -> Output;
 }
 
@@ -205,6 +211,10 @@ impl Accumulator for IgnoreRetract {
 
     fn retract(&self, _state: &mut State, _input: Acc, _cx: &Cx) -> Result<(), AccError> {
         Ok(())
+    }
+
+    fn retracts(&self) -> bool {
+        true
     }
 
     fn output(&self) -> Output {

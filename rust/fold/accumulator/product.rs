@@ -23,6 +23,10 @@ impl Accumulator for ProductAgg {
         Ok(())
     }
 
+    fn retracts(&self) -> bool {
+        true
+    }
+
     fn retract(&self, state: &mut State, input: Acc, cx: &Cx) -> Result<(), AccError> {
         if cx.is_null(&state.acc) || cx.is_null(&input) {
             return Ok(());

@@ -27,6 +27,10 @@ impl Accumulator for SumAgg {
         Ok(())
     }
 
+    fn retracts(&self) -> bool {
+        true
+    }
+
     fn retract(&self, state: &mut State, input: Acc, cx: &Cx) -> Result<(), AccError> {
         if cx.is_null(&input) {
             return Ok(());
