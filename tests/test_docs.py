@@ -50,6 +50,17 @@ def test_every_guide_with_examples_is_tested():
     assert with_examples <= tested
 
 
+def test_table_format_lists_every_paimon_option_as_the_code_classifies_it():
+    """docs/table-format.md's list of Paimon's options is the code's table, option for
+    option (after a change, print it with: python -m merge_core.paimon._core_options)."""
+    from merge_core.paimon._core_options import OPTIONS, markdown
+
+    text = (ROOT / "docs" / "table-format.md").read_text()
+    listed = re.search(r"<!-- BEGIN paimon-options[^\n]*-->\n(.*?)<!-- END paimon-options -->", text, re.S).group(1)
+    assert listed.strip() == markdown().strip()
+    assert set(re.findall(r"^- `([^`]+)`", listed, re.M)) == {option.name for option in OPTIONS}
+
+
 def shape(text: str) -> list[str]:
     """The demo's report with its figures, and the pipelines' ranking, left out: what
     stays the same from run to run."""

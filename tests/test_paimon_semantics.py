@@ -313,10 +313,6 @@ def test_only_retracts_fold_to_an_insert_under_aggregation():
             },
             "orders no sequence group",
         ),
-        (
-            {"merge-engine": "aggregation", "fields.a.aggregate-function": "theta_sketch"},
-            "'theta_sketch' is not supported",
-        ),
         ({"merge-engine": "aggregation", "fields.a.aggregate-function": "count"}, "unknown aggregate function 'count'"),
         ({"merge-engine": "first-row", "sequence.field": "g"}, "takes no sequence"),
     ],
@@ -332,8 +328,6 @@ def test_paimon_configuration_errors(options, message):
     "options, message",
     [
         ({"merge-engine": "lookup"}, "unknown merge engine 'lookup'"),
-        ({"fields.a.nested-key": "x"}, "'fields.a.nested-key' is not supported"),
-        ({"sequence.snapshot-ordering": "true"}, "'sequence.snapshot-ordering' is not supported"),
         ({"ignore-delete": "yes"}, "option 'ignore-delete' must be true or false"),
         ({"sequence.field.sort-order": "up"}, "must be ascending or descending"),
     ],
@@ -341,6 +335,26 @@ def test_paimon_configuration_errors(options, message):
 def test_unknown_paimon_options_are_named(options, message):
     with pytest.raises(mc.InvalidInputError, match=message):
         mc.merge_from_paimon_options(options)
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"fields.a.nested-key": "x"}, "option 'fields.a.nested-key' = 'x'"),
+        ({"sequence.snapshot-ordering": "true"}, "option 'sequence.snapshot-ordering' = 'true'"),
+        ({"merge-engine": "aggregation", "fields.a.aggregate-function": "theta_sketch"}, "= 'theta_sketch'"),
+    ],
+)
+def test_paimon_merge_options_merge_core_does_not_do_are_refused_by_name(options, message):
+    with pytest.raises(mc.UnsupportedFeatureError, match=message):
+        mc.merge_from_paimon_options(options)
+
+
+def test_paimon_options_about_statistics_or_writes_leave_the_merge_as_it_is():
+    """Per-column statistics, unknown per-column options and a write's -U filter do not
+    change what a read merges (they were refused once)."""
+    options = {"fields.a.stats-mode": "full", "fields.a.my-own": "x", "ignore-update-before": "true"}
+    assert mc.merge_from_paimon_options({"merge-engine": "aggregation", **options}).merge == mc.Aggregate()
 
 
 def test_options_outside_merging_pass_and_aliases_of_ignore_delete_apply_to_every_engine():

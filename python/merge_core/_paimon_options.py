@@ -2,8 +2,9 @@
 and back. The one place either direction is written (docs/semantics.md has the table).
 
 Options outside merging (``bucket``, ``file.format``, ...) are not this module's business
-and pass unread; an option *about* merging that merge-core does not know is an error
-naming it, never a silently different result.
+and pass unread; an option *about* merging whose effect merge-core does not produce is an
+error naming it (Paimon's options table, ``paimon/_core_options.py``, says which), never a
+silently different result.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from ._options import Aggregate, Deduplicate, FirstRow, MergeSpec, PartialUpdate
 from .errors import InvalidInputError
 
 ENGINES = ("deduplicate", "partial-update", "aggregation", "first-row")
+FIELD_OPTIONS = ("aggregate-function", "ignore-retract", "list-agg-delimiter", "distinct", "sequence-group")
 IGNORE_DELETE_KEYS = (
     "ignore-delete",
     "first-row.ignore-delete",
@@ -32,9 +34,6 @@ MERGE_PREFIXES = (
     "first-row.",
     "deduplicate.",
 )
-# Options that act on writes only and leave a read's merge as it is.
-WRITE_ONLY = {"rowkind.field", "sort-engine", "changelog-producer", "changelog-producer.row-deduplicate"}
-FIELD_OPTIONS = ("aggregate-function", "ignore-retract", "list-agg-delimiter", "distinct", "sequence-group")
 
 
 @dataclass(frozen=True)
@@ -70,17 +69,15 @@ def merge_from_paimon_options(options: Mapping[str, str]) -> PaimonMerge:
     and ``aggregation.remove-record-on-delete``.
     """
     options = {str(k): str(v) for k, v in dict(options).items()}
-    _refuse_unknown(options)
-    engine = options.get("merge-engine", "deduplicate").lower()
+    engine = options.get("merge-engine", "deduplicate").strip().lower()
     if engine not in ENGINES:
         raise InvalidInputError(
             f"option 'merge-engine': unknown merge engine {engine!r} (Paimon's: {', '.join(ENGINES)})"
         )
+    _refuse_unsupported(options)
     ignore_delete = next((_bool(options, k) for k in IGNORE_DELETE_KEYS if k in options), False)
-    if _bool(options, "ignore-update-before"):
-        raise InvalidInputError("option 'ignore-update-before' is not supported by merge-core")
     sequence = tuple(s.strip() for s in options.get("sequence.field", "").split(",") if s.strip())
-    order = options.get("sequence.field.sort-order", "ascending").lower()
+    order = options.get("sequence.field.sort-order", "ascending").strip().lower()
     if order not in ("ascending", "descending"):
         raise InvalidInputError(f"option 'sequence.field.sort-order' must be ascending or descending, got {order!r}")
     per_field = _per_field(options)
@@ -165,25 +162,23 @@ def _field_options(out: dict[str, str], name: str, f: Mapping[str, Any]) -> None
         out[f"fields.{name}.distinct"] = "true"
 
 
-def _refuse_unknown(options: dict[str, str]) -> None:
-    known = {"merge-engine", "sequence.field", "sequence.field.sort-order", "ignore-update-before", *IGNORE_DELETE_KEYS}
-    known |= {"partial-update.remove-record-on-delete", "partial-update.remove-record-on-sequence-group"}
-    known |= {"aggregation.remove-record-on-delete", "fields.default-aggregate-function"}
-    for key in options:
-        if key in known or key in WRITE_ONLY or not key.startswith(MERGE_PREFIXES):
-            continue
-        if key.startswith("fields.") and key.count(".") >= 2 and key.rsplit(".", 1)[1] in FIELD_OPTIONS:
-            continue
-        raise InvalidInputError(f"Paimon option '{key}' is not supported by merge-core")
+def _refuse_unsupported(options: dict[str, str]) -> None:
+    """Refuses, by name, an option about merging that changes what a read returns in a way
+    merge-core does not (Paimon's options table decides); any other passes, as in Paimon."""
+    from .paimon._core_options import READ, refuse  # (that package imports this module)
+
+    refuse(options, READ, [key for key in options if key.startswith(MERGE_PREFIXES)])
 
 
 def _per_field(options: dict[str, str]) -> dict[str, dict[str, str]]:
-    """``fields.<name>.<option>`` grouped by name (a name may hold commas: sequence groups)."""
+    """``fields.<name>.<option>`` grouped by name (a name may hold commas: sequence groups),
+    for the options merging reads."""
     out: dict[str, dict[str, str]] = {}
     for key, value in options.items():
         if key.startswith("fields.") and key != "fields.default-aggregate-function":
             name, option = key[len("fields.") :].rsplit(".", 1)
-            out.setdefault(name, {})[option] = value
+            if option in FIELD_OPTIONS:
+                out.setdefault(name, {})[option] = value
     return out
 
 
@@ -216,6 +211,8 @@ def _bool(options: Mapping[str, str], key: str) -> bool:
 
 
 def _parse_bool(value: str, key: str) -> bool:
+    """As ``paimon._options.bool_option`` (which this module cannot import at its start)."""
+    value = value.strip()
     if value.lower() not in ("true", "false"):
         raise InvalidInputError(f"option '{key}' must be true or false, got {value!r}")
     return value.lower() == "true"

@@ -13,11 +13,13 @@ use arrow_schema::{ArrowError, SchemaRef};
 
 use super::store::{BatchStore, RowRef, StoredBatch};
 use super::version::{
-    check_row_kind_type, compare_versions, first_null, BatchVersions, SequenceOrder, VersionColumns,
+    check_row_kind_type, compare_versions, first_null, BatchVersions, SequenceOrder, SequenceType,
+    VersionColumns,
 };
 use crate::error::{invalid, Result, RowLocation};
 use crate::fold::value::ColumnView;
 use crate::keys::{KeyEncoder, KeyValues};
+use crate::read::files::blame;
 
 /// A run's batches, in key order.
 pub type BatchIter = Box<dyn Iterator<Item = Result<RecordBatch, ArrowError>> + Send>;
@@ -43,6 +45,8 @@ pub(crate) struct Layout {
     pub key: Vec<usize>,
     /// The columns ordering versions: the user sequence columns, then the system sequence.
     pub sequence: Vec<usize>,
+    /// How each sequence column's values compare.
+    sequence_types: Vec<SequenceType>,
     pub order: SequenceOrder,
     pub row_kind: Option<usize>,
     /// Keys inside a run must be strictly increasing (folding), not just non-decreasing.
@@ -92,8 +96,10 @@ impl Layout {
         if let Some(idx) = row_kind {
             check_row_kind_type(schema.field(idx).name(), schema.field(idx).data_type())?;
         }
+        let type_of = |s: usize| SequenceType::of(schema.field(s).name(), schema.field(s).data_type());
+        let sequence_types = sequence.iter().map(|&s| type_of(s)).collect::<Result<_>>()?;
         let order = SequenceOrder { user_fields: versions.sequence.len(), descending: versions.descending };
-        Ok(Self { schema, key, sequence, order, row_kind, strict, view_columns: Vec::new() })
+        Ok(Self { schema, key, sequence, sequence_types, order, row_kind, strict, view_columns: Vec::new() })
     }
 
     /// The merge has sequence columns, which order the versions of a key (without them,
@@ -110,6 +116,19 @@ impl Layout {
 
     fn name(&self, idx: usize) -> &str {
         self.schema.field(idx).name()
+    }
+
+    /// The sequence values and row kinds of `batch`, whose first row is row `first_row`
+    /// of run `run` (for error messages).
+    pub(crate) fn versions_of(
+        &self,
+        batch: &RecordBatch,
+        run: usize,
+        first_row: u64,
+    ) -> Result<BatchVersions> {
+        let sequence: Vec<_> = self.sequence.iter().map(|&s| (self.name(s), batch.column(s))).collect();
+        let row_kind = self.row_kind.map(|r| (self.name(r), batch.column(r)));
+        BatchVersions::read(&sequence, &self.sequence_types, self.order, row_kind, run, first_row)
     }
 }
 
@@ -407,7 +426,8 @@ impl<E: KeyEncoder> Runs<E> {
         self.store.release(&live);
     }
 
-    /// Reads run `i`'s next non-empty batch, checks it and stores it.
+    /// Reads run `i`'s next non-empty batch, checks it and stores it. A batch decoded from
+    /// a file that breaks the contract names the file (see [`blame`]).
     fn load_next(&mut self, i: usize) -> Result<Option<Loaded<E::Values>>> {
         let batch = loop {
             match self.cursors[i].input.next() {
@@ -417,6 +437,11 @@ impl<E: KeyEncoder> Runs<E> {
                 Some(Ok(b)) => break b,
             }
         };
+        let schema = batch.schema();
+        self.check_and_store(i, batch).map(Some).map_err(|e| blame(&schema, e))
+    }
+
+    fn check_and_store(&mut self, i: usize, batch: RecordBatch) -> Result<Loaded<E::Values>> {
         let first_row = self.cursors[i].next_row;
         let at = |row: usize| RowLocation { run: i, row: first_row + row as u64 };
         let number = self.cursors[i].batches;
@@ -432,15 +457,13 @@ impl<E: KeyEncoder> Runs<E> {
         let keys = self.encoder.encode(&key_columns)?;
         let previous = self.cursors[i].current.as_ref().map(|c| (&c.keys, c.keys.len() - 1));
         let same_as_prev = check_order(&keys, previous, layout.strict, &layout.key_names(), &at)?;
-        let sequence: Vec<_> = layout.sequence.iter().map(|&s| (layout.name(s), batch.column(s))).collect();
-        let row_kind = layout.row_kind.map(|r| (layout.name(r), batch.column(r)));
-        let versions = BatchVersions::read(&sequence, layout.order, row_kind, i, first_row)?;
+        let versions = layout.versions_of(&batch, i, first_row)?;
         let rows = batch.num_rows();
         self.cursors[i].next_row += rows as u64;
         self.counters.rows_in += rows as u64;
         let views = layout.view_columns.iter().map(|&c| ColumnView::new(batch.column(c))).collect();
         let id = self.store.push(StoredBatch { batch, versions, run: i, first_row, views });
-        Ok(Some(Loaded { id, keys, pos: 0, same_as_prev }))
+        Ok(Loaded { id, keys, pos: 0, same_as_prev })
     }
 
     /// Every batch must have the run's column types (the engines read buffers by type),

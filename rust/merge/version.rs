@@ -2,7 +2,9 @@
 //!
 //! Contract (Paimon's): the versions of a key are ordered, oldest first, by
 //! 1. the sequence columns (`sequence.field`), compared one after the other, ascending or
-//!    all descending; a null is older than every value in either direction;
+//!    all descending; a null is older than every value in either direction. A column of
+//!    any orderable type may order versions, as in Paimon (strings by their UTF-8 bytes,
+//!    floats as Java's `Float.compare`: -0 below +0, every NaN one value above +inf);
 //! 2. the system sequence column, if any (Paimon's `_SEQUENCE_NUMBER`), ascending, and on
 //!    equal system sequence numbers a retract before an add;
 //! 3. run, then row position (the order of writing).
@@ -19,10 +21,11 @@ use arrow_array::{
     LargeStringArray, StringArray, StringViewArray, UInt16Array, UInt32Array, UInt64Array, UInt8Array,
 };
 use arrow_buffer::{NullBuffer, ScalarBuffer};
+use arrow_row::{RowConverter, Rows, SortField};
 use arrow_schema::DataType;
 
 use crate::error::{invalid, Result, RowLocation};
-use crate::keys::{per_line, prefetch_line, primitive_values as native_values};
+use crate::keys::{canonical_nans, per_line, prefetch_line, primitive_values as native_values};
 
 /// Paimon's row kinds, with Paimon's byte codes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -103,19 +106,57 @@ pub(crate) struct SequenceOrder {
     pub descending: bool,
 }
 
-/// One sequence column of a batch: values as order-preserving `i64`, and its nulls.
+/// How the values of one sequence column compare, the same for every batch of a merge.
+pub(crate) enum SequenceType {
+    /// Integers, dates, times and timestamps: values as order-preserving `i64`.
+    Integer,
+    /// Any other orderable type (strings, decimals, floats, booleans, binary) in arrow's
+    /// row format, by one converter that every batch of the merge shares: rows of
+    /// different converters do not compare.
+    Rows(RowConverter),
+}
+
+impl SequenceType {
+    /// The form of a sequence column of type `data_type`.
+    pub(crate) fn of(name: &str, data_type: &DataType) -> Result<Self> {
+        if integer_like(data_type) {
+            return Ok(Self::Integer);
+        }
+        let field = SortField::new(data_type.clone());
+        if !RowConverter::supports_fields(std::slice::from_ref(&field)) {
+            return Err(invalid!(
+                "sequence column '{name}' has type {data_type}, whose values have no order"
+            ));
+        }
+        Ok(Self::Rows(RowConverter::new(vec![field])?))
+    }
+}
+
+/// The values of one sequence column of a batch, in a form whose order is the column's.
+enum SequenceValues {
+    Integers(ScalarBuffer<i64>),
+    Rows(Rows),
+}
+
+/// One sequence column of a batch: its values and its nulls.
 struct SequenceColumn {
-    values: ScalarBuffer<i64>,
+    values: SequenceValues,
     nulls: Option<NullBuffer>,
 }
 
 impl SequenceColumn {
-    /// `None` for a null.
     #[inline]
-    fn get(&self, row: usize) -> Option<i64> {
-        match &self.nulls {
-            Some(nulls) if nulls.is_null(row) => None,
-            _ => Some(self.values[row]),
+    fn is_null(&self, row: usize) -> bool {
+        self.nulls.as_ref().is_some_and(|nulls| nulls.is_null(row))
+    }
+
+    /// The order of the (non-null) values at `row` and at `other`'s `other_row`.
+    #[inline]
+    fn compare(&self, row: usize, other: &Self, other_row: usize) -> Ordering {
+        match (&self.values, &other.values) {
+            (SequenceValues::Integers(x), SequenceValues::Integers(y)) => x[row].cmp(&y[other_row]),
+            (SequenceValues::Rows(x), SequenceValues::Rows(y)) => x.row(row).cmp(&y.row(other_row)),
+            _ => unreachable!("every batch of a merge reads a sequence column with its layout's one type"),
         }
     }
 }
@@ -132,11 +173,12 @@ pub(crate) struct BatchVersions {
 }
 
 impl BatchVersions {
-    /// Reads the sequence and row-kind columns of a batch, rejecting unknown row kinds and
-    /// nulls in the system sequence. `first_row` is the batch's offset in its run, for
-    /// error messages.
+    /// Reads the sequence and row-kind columns of a batch (each sequence column in the
+    /// form of its type in `types`), rejecting unknown row kinds and nulls in the system
+    /// sequence. `first_row` is the batch's offset in its run, for error messages.
     pub(crate) fn read(
         sequence: &[(&str, &ArrayRef)],
+        types: &[SequenceType],
         order: SequenceOrder,
         row_kind: Option<(&str, &ArrayRef)>,
         run: usize,
@@ -145,14 +187,22 @@ impl BatchVersions {
         let at = |i: usize| RowLocation { run, row: first_row + i as u64 };
         let sequence = sequence
             .iter()
+            .zip(types)
             .enumerate()
-            .map(|(i, (name, column))| {
+            .map(|(i, ((name, column), kind))| {
                 let nulls = column.logical_nulls().filter(|n| n.null_count() > 0);
                 if let (true, Some(nulls)) = (i >= order.user_fields, &nulls) {
                     let row = nulls.iter().position(|valid| !valid).unwrap_or_default();
                     return Err(invalid!("{}: null in system sequence column '{name}'", at(row)));
                 }
-                Ok(SequenceColumn { values: sequence_values(column.as_ref())?, nulls })
+                let values = match kind {
+                    SequenceType::Integer => SequenceValues::Integers(sequence_values(column.as_ref())?),
+                    // Floats in Java's order, as keys are: every NaN one value.
+                    SequenceType::Rows(converter) => SequenceValues::Rows(
+                        converter.convert_columns(&canonical_nans(std::slice::from_ref(*column)))?,
+                    ),
+                };
+                Ok(SequenceColumn { values, nulls })
             })
             .collect::<Result<_>>()?;
         let kinds = match row_kind {
@@ -185,8 +235,20 @@ impl BatchVersions {
     #[inline]
     pub(crate) fn prefetch_ahead(&self, row: usize) {
         for column in &self.sequence {
-            prefetch_line(&column.values, row + per_line::<i64>());
+            if let SequenceValues::Integers(values) = &column.values {
+                prefetch_line(values, row + per_line::<i64>());
+            }
         }
+    }
+
+    /// Bytes of the sequence values kept in row format (strings, decimals, ...), beyond
+    /// the 8 a value costs as an integer.
+    pub(crate) fn encoded_bytes(&self) -> usize {
+        let rows = |c: &SequenceColumn| match &c.values {
+            SequenceValues::Rows(rows) => rows.size(),
+            SequenceValues::Integers(_) => 0,
+        };
+        self.sequence.iter().map(rows).sum()
     }
 
     /// Does the version order of this merge depend on more than arrival order?
@@ -213,11 +275,11 @@ pub(crate) fn compare_versions(a: Version<'_>, b: Version<'_>) -> Ordering {
         let order = va.order;
         for (i, (sa, sb)) in va.sequence.iter().zip(&vb.sequence).enumerate() {
             let user = i < order.user_fields;
-            let ordering = match (sa.get(a.row), sb.get(b.row)) {
-                (Some(x), Some(y)) if user && order.descending => y.cmp(&x),
-                (Some(x), Some(y)) => x.cmp(&y),
+            let ordering = match (sa.is_null(a.row), sb.is_null(b.row)) {
+                (false, false) if user && order.descending => sb.compare(b.row, sa, a.row),
+                (false, false) => sa.compare(a.row, sb, b.row),
                 // A null is the oldest version, in either direction.
-                (x, y) => x.is_some().cmp(&y.is_some()),
+                (null_a, null_b) => null_b.cmp(&null_a),
             };
             if ordering != Ordering::Equal {
                 return ordering;
@@ -244,7 +306,29 @@ pub(crate) fn first_null(array: &dyn Array) -> Option<usize> {
     nulls.iter().position(|valid| !valid)
 }
 
-/// Sequence values as `i64` in the same order as the column's own.
+/// Whether [`sequence_values`] takes a column of this type.
+fn integer_like(data_type: &DataType) -> bool {
+    use DataType::*;
+    matches!(
+        data_type,
+        Int64
+            | Date64
+            | Timestamp(_, _)
+            | Time64(_)
+            | Duration(_)
+            | Int32
+            | Date32
+            | Time32(_)
+            | Int16
+            | Int8
+            | UInt32
+            | UInt16
+            | UInt8
+            | UInt64
+    )
+}
+
+/// Integer-like values (see [`integer_like`]) as `i64` in the same order as the column's own.
 fn sequence_values(column: &dyn Array) -> Result<ScalarBuffer<i64>> {
     use DataType::*;
     fn widen<N: ArrowNativeTypeOp>(column: &dyn Array, f: impl Fn(N) -> i64) -> ScalarBuffer<i64> {
@@ -260,11 +344,7 @@ fn sequence_values(column: &dyn Array) -> Result<ScalarBuffer<i64>> {
         UInt8 => widen::<u8>(column, i64::from),
         // Flipping the top bit maps u64 order onto i64 order.
         UInt64 => widen::<u64>(column, |v| (v ^ (1 << 63)) as i64),
-        other => {
-            return Err(invalid!(
-                "a sequence column must be an integer, date, time or timestamp column, not {other}"
-            ))
-        }
+        other => return Err(invalid!("a column of type {other} has no integer values")),
     })
 }
 

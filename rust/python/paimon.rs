@@ -53,6 +53,7 @@ pub(crate) fn read_paimon(
                                 .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
                                 .collect()
                         }),
+                        of_table: true,
                         ..DataFile::default()
                     });
                     files.collect()

@@ -19,7 +19,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use arrow_array::{new_null_array, ArrayRef, RecordBatch, RecordBatchOptions};
-use arrow_schema::{ArrowError, SchemaRef};
+use arrow_schema::{ArrowError, Schema, SchemaRef};
 use bytes::Bytes;
 use parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder,
@@ -64,6 +64,25 @@ pub struct DataFile {
     /// decoded once, by the first of the two reads to start (`keys` then only
     /// names this side's range).
     pub shared: Option<(Arc<SharedZones>, Side)>,
+    /// The file is a table's: rows that break the merge's contract (unsorted keys, a
+    /// null key) mean the table is damaged, not that the caller's input is wrong; an
+    /// error about them names the file (see [`blame`]). A caller's file is named by the
+    /// caller, who knows which run it gave.
+    pub of_table: bool,
+}
+
+/// Schema metadata of a batch decoded from a table's data file: the file's path.
+const TABLE_FILE: &str = "merge_core:table_file";
+
+/// `error`, about a batch of `schema`: for a batch of a table's data file, the table's
+/// damage, naming the file; any other error as it is.
+pub(crate) fn blame(schema: &Schema, error: MergeError) -> MergeError {
+    match (error, schema.metadata().get(TABLE_FILE)) {
+        (MergeError::InvalidInput(what), Some(path)) => {
+            MergeError::CorruptTable(format!("data file {path}: {what}"))
+        }
+        (error, _) => error,
+    }
 }
 
 /// Which side of a cut a key range lies on.
@@ -483,6 +502,16 @@ fn selection(deleted: &[u64], wanted: Range<u64>, rows: u64) -> Result<RowSelect
     Ok(selectors.into())
 }
 
+/// The read's schema; a table's file is named in its metadata (see [`blame`]).
+fn marked(schema: &SchemaRef, file: &DataFile) -> SchemaRef {
+    if !file.of_table {
+        return Arc::clone(schema);
+    }
+    let mut metadata = schema.metadata().clone();
+    metadata.insert(TABLE_FILE, file.path.display().to_string());
+    Arc::new(Schema::new_with_metadata(schema.fields().clone(), metadata))
+}
+
 /// A decoded batch as a batch of the read's schema.
 fn conform(schema: &SchemaRef, file: &DataFile, batch: RecordBatch) -> Result<RecordBatch, MergeError> {
     let rows = batch.num_rows();
@@ -506,7 +535,7 @@ fn conform(schema: &SchemaRef, file: &DataFile, batch: RecordBatch) -> Result<Re
         })
         .collect::<Result<Vec<_>, _>>()?;
     let options = RecordBatchOptions::new().with_row_count(Some(rows));
-    RecordBatch::try_new_with_options(Arc::clone(schema), columns, &options)
+    RecordBatch::try_new_with_options(marked(schema, file), columns, &options)
         .map_err(|e| damaged(file, &e.to_string()))
 }
 

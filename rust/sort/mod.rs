@@ -224,7 +224,7 @@ impl SortBuffer {
             per_row = per_row.max(piece.bytes.div_ceil(take));
             let alone = self.buffered.keys.is_empty() && self.in_flight.is_none();
             if self.memory + piece.bytes <= capacity || (alone && piece.bytes <= limit) {
-                self.buffer(if take < rows { piece.compacted()? } else { piece })?;
+                self.buffer(if take < rows { piece.compacted(self)? } else { piece })?;
                 offset += take;
             } else if !self.buffered.keys.is_empty() {
                 self.spill_buffer()?;
@@ -275,12 +275,8 @@ impl SortBuffer {
     }
 
     fn buffer(&mut self, piece: Piece) -> Result<()> {
-        let Piece { batch, keys, bytes } = piece;
+        let Piece { batch, keys, versions, bytes } = piece;
         let layout = &self.layout;
-        let name = |i: usize| layout.schema.field(i).name().as_str();
-        let sequence: Vec<_> = layout.sequence.iter().map(|&s| (name(s), batch.column(s))).collect();
-        let row_kind = layout.row_kind.map(|r| (name(r), batch.column(r)));
-        let versions = BatchVersions::read(&sequence, layout.order, row_kind, 0, self.arrival)?;
         let rows = batch.num_rows();
         self.memory += bytes;
         let in_flight = self.in_flight.as_ref().map_or(0, |f| f.bytes);
@@ -501,10 +497,12 @@ fn plan_round(runs: usize, fan_in: usize) -> Vec<usize> {
     plan
 }
 
-/// A slice of a written batch with its keys, and the bytes it costs once buffered.
+/// A slice of a written batch with its keys and versions, and the bytes it costs once
+/// buffered.
 struct Piece {
     batch: RecordBatch,
     keys: Rows,
+    versions: BatchVersions,
     bytes: usize,
 }
 
@@ -512,16 +510,23 @@ impl Piece {
     fn measure(buffer: &SortBuffer, batch: RecordBatch) -> Result<Self> {
         // Keys in Java's order: a float key's NaNs made one (see `crate::keys`).
         let keys = buffer.converter.convert_columns(&canonical_nans(&buffer.key_columns(&batch)))?;
-        let bytes = data_bytes(&batch) + keys.size() + batch.num_rows() * buffer.fixed_row_bytes();
-        Ok(Self { batch, keys, bytes })
+        let versions = buffer.layout.versions_of(&batch, 0, buffer.arrival)?;
+        let bytes = data_bytes(&batch)
+            + keys.size()
+            + versions.encoded_bytes()
+            + batch.num_rows() * buffer.fixed_row_bytes();
+        Ok(Self { batch, keys, versions, bytes })
     }
 
-    /// The piece in buffers of its own. A slice would keep its whole batch alive while
-    /// the buffer counts only its share: a batch cut between two buffers would be held
-    /// twice, once by the one being spilled and once by the next.
-    fn compacted(self) -> Result<Self> {
+    /// The piece in buffers of its own, its versions read again from them. A slice would
+    /// keep its whole batch alive while the buffer counts only its share: a batch cut
+    /// between two buffers would be held twice, once by the one being spilled and once
+    /// by the next (the versions point into the batch's buffers too).
+    fn compacted(self, buffer: &SortBuffer) -> Result<Self> {
         let rows = arrow_array::UInt32Array::from_iter_values(0..self.batch.num_rows() as u32);
-        Ok(Self { batch: arrow_select::take::take_record_batch(&self.batch, &rows)?, ..self })
+        let batch = arrow_select::take::take_record_batch(&self.batch, &rows)?;
+        let versions = buffer.layout.versions_of(&batch, 0, buffer.arrival)?;
+        Ok(Self { batch, versions, ..self })
     }
 }
 

@@ -1,6 +1,10 @@
 //! Property tests: both engines equal the naive reference, for every merge function,
 //! batch cut and output batch size; comparison counts stay within their bounds.
 
+use std::sync::Arc;
+
+use arrow_array::RecordBatch;
+use arrow_schema::{DataType, Field, Schema};
 use proptest::prelude::*;
 
 use super::reference::{expected, rows_of, run, text_run, Order, Row};
@@ -175,6 +179,30 @@ proptest! {
         }
     }
 
+    /// Sequence columns of any orderable type order versions as their values do (here
+    /// the integer sequence cast to text, floats, decimals and bytes, which keep its order).
+    #[test]
+    fn sequence_columns_of_every_orderable_type_match_reference(
+        runs in runs_strategy(6, 20, false),
+        cuts in prop::collection::vec(0usize..50, 0..3),
+        as_type in prop::sample::select(vec![
+            DataType::Utf8,
+            DataType::Utf8View,
+            DataType::Float64,
+            DataType::Decimal128(10, 2),
+            DataType::Binary,
+        ]),
+    ) {
+        for merge_fn in [MergeFunction::default(), MergeFunction::partial_update()] {
+            let want = expected(&runs, Order::Sequence, &merge_fn);
+            for algorithm in ALGORITHMS {
+                let inputs = runs.iter().map(|rows| with_sequence_as(run(rows, &cuts), &as_type)).collect();
+                let merged = try_merge_runs(inputs, options(merge_fn.clone(), algorithm, Order::Sequence, 8));
+                prop_assert_eq!(merged.map(|m| m.0), want.clone(), "{:?} {:?} {:?}", as_type, algorithm, merge_fn);
+            }
+        }
+    }
+
     #[test]
     fn many_runs_few_keys(runs in runs_strategy(300, 6, false), order in prop::sample::select(ORDERS.to_vec())) {
         let merge_fn = MergeFunction::default();
@@ -184,6 +212,23 @@ proptest! {
             prop_assert_eq!(&got, &want, "{:?}", algorithm);
         }
     }
+}
+
+/// `run` with its `seq` column (0 to 3) cast to `to`.
+fn with_sequence_as(run: crate::Run, to: &DataType) -> crate::Run {
+    let mut fields: Vec<Field> = run.schema.fields().iter().map(|f| f.as_ref().clone()).collect();
+    fields[2] = Field::new("seq", to.clone(), false);
+    let schema = Arc::new(Schema::new(fields));
+    let batch_schema = schema.clone();
+    let to = to.clone();
+    let batches = run.batches.map(move |b| {
+        let b = b?;
+        let mut columns = b.columns().to_vec();
+        let text = arrow_cast::cast(&columns[2], &DataType::Utf8)?;
+        columns[2] = arrow_cast::cast(if to == DataType::Binary { &text } else { &columns[2] }, &to)?;
+        RecordBatch::try_new(batch_schema.clone(), columns)
+    });
+    crate::Run { schema, batches: Box::new(batches) }
 }
 
 /// K runs of disjoint interleaved keys: run r holds keys r, r + K, r + 2K, ...

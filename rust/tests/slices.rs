@@ -398,3 +398,29 @@ proptest! {
         check_slices(runs, slices);
     }
 }
+
+#[test]
+fn a_tables_file_breaking_the_contract_is_damaged_and_named() {
+    let files = Files::new();
+    let file = files.write(Arc::new(Int64Array::from(vec![1, 3, 2])), 0, 8, 8, EnabledStatistics::Page);
+    let path = file.path.display().to_string();
+    let error = |of_table: bool| {
+        let file = DataFile { of_table, ..file.clone() };
+        let run = run_of_files(schema_of(&file), vec![file], 8);
+        let out = merge(vec![run], MergeOptions::new(&["k"])).and_then(|s| s.collect::<Result<Vec<_>, _>>());
+        out.expect_err("the keys are not sorted")
+    };
+    match error(false) {
+        // A caller's file: the caller names it by its run.
+        crate::MergeError::InvalidInput(msg) => {
+            assert!(msg.starts_with("run 0, row 2: run is not sorted"), "{msg}")
+        }
+        other => panic!("expected an input error, got {other:?}"),
+    }
+    match error(true) {
+        crate::MergeError::CorruptTable(msg) => {
+            assert!(msg.starts_with(&format!("data file {path}: run 0, row 2: run is not sorted")), "{msg}")
+        }
+        other => panic!("expected a damaged table, got {other:?}"),
+    }
+}

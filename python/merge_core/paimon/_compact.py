@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import InvalidInputError
+from ._options import int_option
 from ._schema import TableSchema
 
 
@@ -28,7 +30,7 @@ def compaction_tasks(
     """A task for each bucket of the live ``entries`` that needs compacting, in
     (partition, bucket) order."""
     top = top_level(schema)
-    trigger = int(schema.options.get("num-sorted-run.compaction-trigger", "5"))
+    trigger = int_option(schema.options, "num-sorted-run.compaction-trigger", 5)
     by_bucket: dict[tuple[bytes, int], list[dict[str, Any]]] = {}
     for e in entries:
         by_bucket.setdefault((e["_PARTITION"], e["_BUCKET"]), []).append(e)
@@ -40,11 +42,19 @@ def compaction_tasks(
 
 
 def top_level(schema: TableSchema) -> int:
-    """The highest level of the table's LSM tree (Paimon: ``num-levels`` - 1, by default
-    one more level than ``num-sorted-run.compaction-trigger`` runs)."""
-    levels = schema.options.get("num-levels")
-    trigger = int(schema.options.get("num-sorted-run.compaction-trigger", "5"))
-    return (int(levels) if levels else trigger + 1) - 1
+    """The highest level of the table's LSM tree: ``num-levels`` - 1, by default one more
+    level than ``num-sorted-run.compaction-trigger`` runs (5), as in Paimon, whose
+    levels start at 0 and number two at least."""
+    options = schema.options
+    trigger = int_option(options, "num-sorted-run.compaction-trigger", 5)
+    if "num-levels" in options:
+        return int_option(options, "num-levels", 0, minimum=2) - 1
+    if trigger < 1:
+        raise InvalidInputError(
+            f"option 'num-sorted-run.compaction-trigger' must be at least 1 without 'num-levels' (the table then "
+            f"has that many levels plus one, and needs two), got {trigger}"
+        )
+    return trigger
 
 
 def _needs_compaction(files: list[dict[str, Any]], top: int, full: bool, trigger: int) -> bool:

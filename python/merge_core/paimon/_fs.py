@@ -13,10 +13,12 @@ the guarantee it lacks, rather than commit racily.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import urllib.parse
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -167,7 +169,9 @@ class LocalStore(Store):
 class S3Store(Store):
     """An S3 bucket (or an S3-compatible server): reads, lists and streams through
     pyarrow; the conditional PUT of a commit, and deletes (pyarrow's leave an empty
-    "directory" object behind), through a botocore client to the same endpoint."""
+    "directory" object behind), through a botocore client to the same endpoint. A read
+    or a listing that fails for another reason than a missing file (the endpoint cannot
+    be reached, a request is denied) raises a TableIOError naming the file and endpoint."""
 
     def __init__(self, fs: pafs.S3FileSystem):
         super().__init__(fs)
@@ -179,6 +183,37 @@ class S3Store(Store):
 
     def display(self, path: str) -> str:
         return f"s3://{path}"
+
+    @property
+    def endpoint(self) -> str:
+        """The server the store talks to: its endpoint, or AWS's S3 in the store's region."""
+        options = self.fs.__reduce__()[1][0]
+        return options.get("endpoint_override") or f"AWS S3 ({options.get('region') or 'default region'})"
+
+    @contextlib.contextmanager
+    def _reaching(self, path: str) -> Iterator[None]:
+        try:
+            yield
+        except (FileNotFoundError, TableIOError):
+            raise
+        except OSError as e:
+            raise TableIOError(f"reading {self.display(path)} from {self.endpoint} failed: {e}") from e
+
+    def read_bytes(self, path: str) -> bytes:
+        with self._reaching(path):
+            return super().read_bytes(path)
+
+    def open_input(self, path: str) -> Any:
+        with self._reaching(path):
+            return super().open_input(path)
+
+    def info(self, path: str) -> pafs.FileInfo | None:
+        with self._reaching(path):
+            return super().info(path)
+
+    def listing(self, path: str, recursive: bool = False) -> list[pafs.FileInfo]:
+        with self._reaching(path):
+            return super().listing(path, recursive)
 
     def make_parent(self, path: str) -> None:
         """Nothing: S3 has no directories (pyarrow would write empty marker objects)."""
@@ -210,8 +245,7 @@ class S3Store(Store):
         probe creates an object in ``directory`` twice (the second must fail), then
         removes it; once per endpoint and bucket in a process (every task of a Spark job
         opens its own store)."""
-        endpoint = self.fs.__reduce__()[1][0].get("endpoint_override") or ""
-        checked = (endpoint, _bucket_key(directory)[0])
+        checked = (self.endpoint, _bucket_key(directory)[0])
         if checked in _HONOURS_PUT_IF_ABSENT:
             return
         probe = f"{directory}/.put-if-absent-probe-{uuid.uuid4()}"

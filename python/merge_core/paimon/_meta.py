@@ -101,18 +101,27 @@ def latest_snapshot_id(root: Location) -> int | None:
     return ids[-1] if ids else None
 
 
-def read_avro(path: Location, versions: tuple[int, ...]) -> list[dict[str, Any]]:
-    """The records of an Avro file of the table's metadata, each of a known ``_VERSION``."""
+def read_avro(path: Location, versions: tuple[int, ...], fields: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+    """The records of an Avro file of the table's metadata, each of a known ``_VERSION``
+    and with ``fields``. A read that fails for another reason than a missing file (a
+    disk, a network) raises the store's ``OSError``: the file may be whole."""
     try:
-        records = list(fastavro.reader(io.BytesIO(path.read_bytes())))
+        data = path.read_bytes()
     except FileNotFoundError as e:
         raise CorruptTableError(f"the table's metadata file {path} is missing") from e
+    try:
+        records = list(fastavro.reader(io.BytesIO(data)))
     except Exception as e:  # fastavro raises many types for damaged files
         raise CorruptTableError(f"{path} is not a readable Avro file ({type(e).__name__}: {e})") from e
     for record in records:
+        if not isinstance(record, dict):
+            raise CorruptTableError(f"{path} holds a {type(record).__name__}, not a record of the table's metadata")
         version = record.get("_VERSION")
         if version not in versions:
             raise UnsupportedFeatureError(f"{path}: manifest format version {version} is not supported")
+        missing = [f for f in fields if f not in record]
+        if missing:
+            raise CorruptTableError(f"{path}: a record lacks the fields {missing}")
     return records
 
 
@@ -170,6 +179,21 @@ def _identifier(entry: dict[str, Any]) -> tuple:
     )
 
 
+# The fields of a manifest entry and of its file that the table reads.
+ENTRY_FIELDS = ("_KIND", "_PARTITION", "_BUCKET", "_TOTAL_BUCKETS", "_FILE")
+FILE_FIELDS = (
+    "_FILE_NAME",
+    "_FILE_SIZE",
+    "_ROW_COUNT",
+    "_MIN_KEY",
+    "_MAX_KEY",
+    "_MIN_SEQUENCE_NUMBER",
+    "_MAX_SEQUENCE_NUMBER",
+    "_SCHEMA_ID",
+    "_LEVEL",
+)
+
+
 def live_entries(root: Location, snapshot: Snapshot) -> list[dict[str, Any]]:
     """The ADD entries of ``snapshot``'s live files: every manifest entry of its base then
     delta lists, folded (an ADD and a later DELETE of the same file cancel)."""
@@ -177,9 +201,12 @@ def live_entries(root: Location, snapshot: Snapshot) -> list[dict[str, Any]]:
     manifest_dir = root / "manifest"
     paths = ManifestPaths(root)
     for listing in (snapshot.base_manifest_list, snapshot.delta_manifest_list):
-        for meta in read_avro(manifest_dir / listing, MANIFEST_VERSIONS):
+        for meta in read_avro(manifest_dir / listing, MANIFEST_VERSIONS, ("_FILE_NAME",)):
             manifest = manifest_dir / file_name(meta["_FILE_NAME"], manifest_dir / listing)
-            for entry in read_avro(manifest, MANIFEST_VERSIONS):
+            for entry in read_avro(manifest, MANIFEST_VERSIONS, ENTRY_FIELDS):
+                missing = [f for f in FILE_FIELDS if f not in (entry["_FILE"] or {})]
+                if missing:
+                    raise CorruptTableError(f"{manifest}: an entry's file lacks the fields {missing}")
                 paths.data_file(entry["_FILE"], manifest)
                 key = _identifier(entry)
                 if entry["_KIND"] == ADD:
@@ -220,7 +247,8 @@ def deletion_vectors(
     out = {}
     paths = ManifestPaths(root)
     index_manifest = root / "manifest" / snapshot.index_manifest
-    for entry in read_avro(index_manifest, INDEX_MANIFEST_VERSIONS):
+    fields = ("_KIND", "_PARTITION", "_BUCKET", "_INDEX_TYPE", "_FILE_NAME")
+    for entry in read_avro(index_manifest, INDEX_MANIFEST_VERSIONS, fields):
         if entry["_INDEX_TYPE"] != "DELETION_VECTORS" or entry["_KIND"] != ADD:
             continue
         paths.index_file(entry, index_manifest)
@@ -229,6 +257,9 @@ def deletion_vectors(
         external = paths.external(entry.get("_EXTERNAL_PATH"), index_manifest)
         path = resolve(external) if external else (directory or root / "index") / entry["_FILE_NAME"]
         for r in entry.get("_DELETIONS_VECTORS_RANGES") or ():
-            if r is not None:
-                out[(partition, bucket, r["f0"])] = DeletionVector(path, r["f1"], r["f2"])
+            if r is None:
+                continue
+            if not isinstance(r, dict) or any(f not in r for f in ("f0", "f1", "f2")):
+                raise CorruptTableError(f"{index_manifest}: a deletion-vector range lacks its file, offset or length")
+            out[(partition, bucket, r["f0"])] = DeletionVector(path, r["f1"], r["f2"])
     return out

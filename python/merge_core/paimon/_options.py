@@ -1,10 +1,12 @@
 """Reading a Paimon table's option values as Paimon parses them: integers, booleans,
-durations (``1 h``, ``30min``, ``500``: milliseconds) and memory sizes (``128 mb``).
-A value Paimon would not parse is an :class:`InvalidInputError` naming the option."""
+durations (``1 h``, ``30min``, ``500``: milliseconds), memory sizes (``128 mb``),
+floating-point numbers, enumerations and maps (``0:avro,3:parquet``). A value Paimon
+would not parse is an :class:`InvalidInputError` naming the option."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 
 from ..errors import InvalidInputError
 
@@ -25,6 +27,10 @@ _BYTES = {
     **dict.fromkeys(("t", "tb", "tebibytes"), 1 << 40),
 }
 INT_MAX = (1 << 31) - 1
+LONG_MAX = (1 << 63) - 1
+_INTEGER = re.compile(r"[+-]?[0-9]+")  # Java's parseInt: no underscores, no spaces inside
+# Java's parseDouble: a decimal number with an optional exponent and type suffix, NaN, Infinity.
+_DOUBLE = re.compile(r"[+-]?(NaN|Infinity|([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?[fFdD]?)")
 
 
 def _split(key: str, text: str) -> tuple[int, str]:
@@ -58,18 +64,36 @@ def memory_bytes(options: Mapping[str, str], key: str, default: str) -> int:
 
 def int_option(options: Mapping[str, str], key: str, default: int, minimum: int | None = None) -> int:
     """An integer option (a Java int), at least ``minimum``."""
+    return _integer(options, key, default, minimum, INT_MAX, "a 32-bit")
+
+
+def long_option(options: Mapping[str, str], key: str, default: int, minimum: int | None = None) -> int:
+    """An integer option Paimon reads as a Java long, at least ``minimum``."""
+    return _integer(options, key, default, minimum, LONG_MAX, "a 64-bit")
+
+
+def _integer(options: Mapping[str, str], key: str, default: int, minimum: int | None, top: int, width: str) -> int:
     text = options.get(key)
     if text is None:
         return default
-    try:
-        value = int(text.strip())
-    except ValueError:
-        raise InvalidInputError(f"option '{key}' must be an integer, got {text!r}") from None
-    if not -INT_MAX - 1 <= value <= INT_MAX:
-        raise InvalidInputError(f"option '{key}' must fit a 32-bit integer, got {text!r}")
+    if not _INTEGER.fullmatch(text.strip()):
+        raise InvalidInputError(f"option '{key}' must be an integer, got {text!r}")
+    value = int(text.strip())
+    if not -top - 1 <= value <= top:
+        raise InvalidInputError(f"option '{key}' must fit {width} integer, got {text!r}")
     if minimum is not None and value < minimum:
         raise InvalidInputError(f"option '{key}' must be at least {minimum}, got {text!r}")
     return value
+
+
+def double_option(options: Mapping[str, str], key: str, default: float) -> float:
+    """A floating-point option (a Java double or float)."""
+    text = options.get(key)
+    if text is None:
+        return default
+    if not _DOUBLE.fullmatch(text.strip()):
+        raise InvalidInputError(f"option '{key}' must be a number, got {text!r}")
+    return float(text.strip().rstrip("fFdD").replace("Infinity", "inf"))
 
 
 def bool_option(options: Mapping[str, str], key: str, default: bool = False) -> bool:
@@ -79,3 +103,33 @@ def bool_option(options: Mapping[str, str], key: str, default: bool = False) -> 
     if text.strip().lower() not in ("true", "false"):
         raise InvalidInputError(f"option '{key}' must be true or false, got {text!r}")
     return text.strip().lower() == "true"
+
+
+def enum_option(options: Mapping[str, str], key: str, default: str, values: Sequence[str]) -> str:
+    """One of ``values`` (lower case), matched ignoring case as Paimon matches enum names."""
+    text = options.get(key)
+    if text is None:
+        return default
+    value = text.strip().lower()
+    if value not in values:
+        raise InvalidInputError(f"option '{key}' must be one of {', '.join(values)}; got {text!r}")
+    return value
+
+
+def map_option(options: Mapping[str, str], key: str) -> dict[str, str]:
+    """A map option, ``key:value`` items separated by commas (``0:avro,3:parquet``)."""
+    text = options.get(key)
+    if text is None or not text.strip():
+        return {}
+    out = {}
+    for item in text.split(","):
+        name, colon, value = item.partition(":")
+        if not colon or ":" in value:
+            raise InvalidInputError(f"option '{key}': {item!r} is not a key:value pair (in {text!r})")
+        out[name.strip()] = value.strip()
+    return out
+
+
+def list_option(options: Mapping[str, str], key: str) -> list[str]:
+    """A comma-separated list of names (empty when unset or blank)."""
+    return [name.strip() for name in options.get(key, "").split(",") if name.strip()]

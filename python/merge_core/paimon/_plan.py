@@ -21,6 +21,7 @@ from . import _binary, _key_order
 from ._dv import deleted_positions
 from ._fs import Location
 from ._meta import DataFile, Snapshot, deletion_vectors
+from ._options import bool_option, memory_bytes
 from ._paths import Layout, ManifestPaths
 from ._schema import TableSchema, load_schema
 
@@ -116,13 +117,14 @@ def _sorted_runs(files: list[DataFile], ranges: dict[int, tuple[tuple, tuple]]) 
     return sorted(runs, key=lambda run: min(f.min_sequence for f in run))
 
 
-def pack(weights: Sequence[int], target: int = TARGET_SPLIT_BYTES) -> list[list[int]]:
+def pack(weights: Sequence[int], target: int = TARGET_SPLIT_BYTES, open_cost: int = OPEN_FILE_COST) -> list[list[int]]:
     """Consecutive items grouped so that each group weighs at most ``target`` (an item
-    heavier than that alone); each item weighs at least the cost of opening a file."""
+    heavier than that alone); each item weighs at least ``open_cost``, the cost of
+    opening a file (Paimon's ``source.split.target-size`` and ``open-file-cost``)."""
     groups: list[list[int]] = []
     total = 0
     for i, w in enumerate(weights):
-        w = max(w, OPEN_FILE_COST)
+        w = max(w, open_cost)
         if groups and total + w <= target:
             groups[-1].append(i)
             total += w
@@ -145,7 +147,9 @@ class Planner:
         self.partition_types = [schema.field(k).type for k in schema.partition_keys]
         self.key_types = [schema.field(k).type for k in schema.trimmed_keys]
         self.schemas: dict[int, TableSchema] = {schema.id: schema}
-        in_data_dir = schema.options.get("index-file-in-data-file-dir", "false").lower() == "true"
+        in_data_dir = bool_option(schema.options, "index-file-in-data-file-dir")
+        self.target = memory_bytes(schema.options, "source.split.target-size", "128 mb")
+        self.open_cost = memory_bytes(schema.options, "source.split.open-file-cost", "4 mb")
         self.deletion_vectors = deletion_vectors(root, snapshot, self.bucket_path if in_data_dir else lambda p, b: None)
 
     def bucket_path(self, partition: bytes, bucket: int) -> Location:
@@ -167,7 +171,7 @@ class Planner:
                 continue
             found = sections(group, self.key)
             weights = [sum(f.size for run in section for f in run) for section in found]
-            for chunk in pack(weights):
+            for chunk in pack(weights, self.target, self.open_cost):
                 parts = tuple(
                     Section(tuple(tuple(self.file_read(f, partition, bucket) for f in run) for run in found[i]))
                     for i in chunk

@@ -117,7 +117,9 @@ class TableSchema:
             data = json.loads(text)
         except ValueError as e:
             raise CorruptTableError(f"{where} is not a schema's JSON ({e})") from e
-        version = data.get("version", 1) if isinstance(data, dict) else None
+        if not isinstance(data, dict):
+            raise CorruptTableError(f"{where} is not a schema's JSON (not an object)")
+        version = data.get("version", 1)
         if version not in SUPPORTED_SCHEMA_VERSIONS:
             raise UnsupportedFeatureError(f"{where}: Paimon schema format version {version} is not supported")
         try:
@@ -128,8 +130,8 @@ class TableSchema:
                 tuple(data.get("primaryKeys", [])),
                 {str(k): str(v) for k, v in data.get("options", {}).items()},
             )
-        except (KeyError, TypeError, ValueError) as e:
-            raise CorruptTableError(f"{where} lacks a field of a schema ({e})") from e
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise CorruptTableError(f"{where} lacks a field of a schema, or holds one of another kind ({e!r})") from e
 
     @property
     def arrow(self) -> pa.Schema:
@@ -164,6 +166,8 @@ def load_schema(root: Location, schema_id: int) -> TableSchema:
         text = path.read_text()
     except FileNotFoundError as e:
         raise CorruptTableError(f"the table's schema {schema_id} is missing ({path})") from e
+    except UnicodeDecodeError as e:
+        raise CorruptTableError(f"{path} is not a schema's JSON (not UTF-8 text: {e})") from e
     return TableSchema.parse(text, str(path))
 
 

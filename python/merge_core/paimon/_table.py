@@ -35,15 +35,25 @@ from ..errors import (
 from . import _binary, _key_order
 from ._commit import CommitMessage, Committer, summary
 from ._compact import CompactTask, compaction_tasks
+from ._core_options import READ, SNAPSHOT_CHOICE, WRITE, check_options, refuse
 from ._expire import expire_snapshots
 from ._fs import Location, Store, resolve
 from ._meta import DataFile, Snapshot, latest_snapshot_id, live_entries, live_files, snapshot_ids
+from ._options import bool_option, int_option
 from ._paths import Layout, file_name
 from ._plan import SEQUENCE_NUMBER, VALUE_KIND, Plan, Planner, Split
 from ._schema import THIN_MODE, TableSchema, load_schema, schema_ids, schema_json
 from ._travel import load_tag, snapshot_to_read
 from ._validation import check_new, check_stored
-from ._write import DataFileWriter, Encoders, TableWrite, bucket_ids, conform, remove_data_file
+from ._write import (
+    DataFileWriter,
+    Encoders,
+    TableWrite,
+    bucket_ids,
+    conform,
+    parquet_compression,
+    remove_data_file,
+)
 
 READ_BATCH_ROWS = 64 * 1024
 
@@ -108,7 +118,9 @@ class Table:
             merge: how the versions of a key fold (as in :func:`merge_core.merge`).
             sequence: columns ordering the versions of a key (default: write order).
             sequence_order: ``"descending"`` makes a lower sequence value newer.
-            options: further Paimon table options, passed through.
+            options: further Paimon table options, parsed and checked as Paimon does;
+                an option merge-core would not honour in reads or writes is refused by
+                name (docs/table-format.md, "Table options").
             filesystem: a ``pyarrow.fs.FileSystem`` holding the table (default: the one
                 ``path`` names). Commits need a filesystem that can create a file only
                 if absent: a local one or S3.
@@ -155,7 +167,7 @@ class Table:
     @property
     def buckets(self) -> int:
         """The fixed number of buckets (-1: dynamic buckets, -2: postponed)."""
-        return int(self._schema.options.get("bucket", "-1"))
+        return int_option(self._schema.options, "bucket", -1)
 
     @property
     def merge(self) -> Any:
@@ -254,6 +266,7 @@ class Table:
         gives the messages for :meth:`commit`. ``row_kind`` names a column of row kinds.
         With ``threads`` > 1 (default: one per core), the calling thread sorts while the
         others encode the data files; 1 does everything on the calling thread."""
+        refuse(self._schema.options, WRITE)  # before anything is written
         return TableWrite(self._root, self._schema, self._setup, row_kind, memory_limit, spill_dir, threads)
 
     def bucket_ids(self, data: pa.RecordBatch, row_kind: str | None = None) -> pa.Int32Array:
@@ -340,8 +353,7 @@ class Table:
         """The buckets a compaction merges, one picklable task each: ``full``, every
         bucket not already one file at the top level without retracts; otherwise the
         buckets with at least ``num-sorted-run.compaction-trigger`` (5) sorted runs."""
-        if _deletion_vectors(self._schema):
-            raise UnsupportedFeatureError("compacting a table with deletion vectors is not supported yet")
+        refuse(self._schema.options, WRITE)
         latest = latest_snapshot_id(self._root)
         if latest is None:
             return []
@@ -352,6 +364,7 @@ class Table:
         """Runs one task of :meth:`plan_compaction`: its files merged (deletes dropped)
         into one new file at the top level; the message replaces them when committed.
         With ``threads`` > 1 the file is encoded on other threads while the merge goes on."""
+        refuse(self._schema.options, WRITE)
         planner = self._compaction_planner(task.snapshot)
         snap, schema, columns = planner.snapshot, planner.schema, planner.columns
         files = [DataFile.of(e) for e in task.entries]
@@ -444,8 +457,7 @@ class Table:
     ) -> Plan:
         schema = self._schema_of(snap)
         wanted = _wanted(schema, columns)
-        if self.buckets == -2:
-            raise UnsupportedFeatureError("tables with postponed buckets ('bucket' = -2) are not supported")
+        refuse(schema.options, READ, [key for key in schema.options if key not in SNAPSHOT_CHOICE])
         chosen, dynamic_filters = _partition_filter(schema, partitions, dynamic_filter)
         files = live_files(self._root, snap) if snap else []
         if _skips_level_zero(schema):
@@ -527,8 +539,14 @@ class Table:
     def _snapshot_read(
         self, snapshot: int | None, tag: str | None = None, as_of: datetime.datetime | None = None
     ) -> Snapshot | None:
-        """The snapshot a read takes (None: no commit yet, which reads as an empty table)."""
-        return snapshot_to_read(self._root, self._schema.options, snapshot, tag, as_of)
+        """The snapshot a read takes (None: no commit yet, which reads as an empty table).
+        A read that names none takes the table's scan options, refused by name if they ask
+        for what merge-core does not read."""
+        snap = snapshot_to_read(self._root, self._schema.options, snapshot, tag, as_of)
+        if snapshot is None and tag is None and as_of is None:
+            options = self._schema.options
+            refuse(options, READ, [key for key in options if key in SNAPSHOT_CHOICE])
+        return snap
 
     def _schema_of(self, snap: Snapshot | None) -> TableSchema:
         if snap is None or snap.schema_id == self._schema.id:
@@ -640,10 +658,10 @@ def _skips_level_zero(schema: TableSchema) -> bool:
     """A batch read of a table with deletion vectors (unless merged on read), or of a
     first-row table, sees only compacted files: level-0 files become visible once
     compacted, as in Paimon's batch scan."""
-    options = {k: v.lower() for k, v in schema.options.items()}
-    if options.get("deletion-vectors.enabled", "false") == "true":
-        return options.get("deletion-vectors.merge-on-read", "false") != "true"
-    return options.get("merge-engine", "deduplicate") == "first-row"
+    options = schema.options
+    if bool_option(options, "deletion-vectors.enabled"):
+        return not bool_option(options, "deletion-vectors.merge-on-read")
+    return options.get("merge-engine", "deduplicate").strip().lower() == "first-row"
 
 
 def _partition_filter(
@@ -682,10 +700,6 @@ def _values(schema: TableSchema, column: str, values: pa.Array, strict: bool) ->
         return None
 
 
-def _deletion_vectors(schema: TableSchema) -> bool:
-    return schema.options.get("deletion-vectors.enabled", "false").lower() == "true"
-
-
 def _create(
     root: Location,
     schema: pa.Schema,
@@ -720,6 +734,8 @@ def _create(
     check_new(parsed)
     merge_from_paimon_options(parsed.options)  # the options must read back
     Layout(parsed)  # and place every file inside the table, where Paimon would
+    check_options(parsed)
+    parquet_compression(parsed.options)
     _check_merge(parsed)
     if schema_ids(root):
         raise TableExistsError(f"a table already exists at {root}")

@@ -33,6 +33,7 @@ from . import _binary, _key_order
 from ._commit import CommitMessage
 from ._fs import Location
 from ._meta import Snapshot, latest_snapshot_id, live_files
+from ._options import bool_option, int_option
 from ._paths import Layout
 from ._plan import SEQUENCE_NUMBER, VALUE_KIND
 from ._schema import FIELD_ID, TableSchema
@@ -63,7 +64,9 @@ def page_rows(table: pa.Table) -> int:
 class TableWrite:
     """Rows in (any number of :meth:`write` calls), commit messages out. One use: after
     :meth:`prepare_commit` the write is spent. ``row_kind`` names a column of row kinds
-    (``+I``, ``-U``, ``+U``, ``-D`` or 0..3) that is not stored as a column."""
+    (``+I``, ``-U``, ``+U``, ``-D`` or 0..3) that is not stored as a column; without it,
+    the table's ``rowkind.field`` column (stored) gives the row kinds, as in Paimon.
+    (``Table.new_write`` refuses a table merge-core does not write, before this.)"""
 
     def __init__(
         self,
@@ -75,14 +78,14 @@ class TableWrite:
         spill_dir: str | os.PathLike[str] | None = None,
         threads: int | None = None,
     ):
+        row_kind = row_kind or schema.options.get("rowkind.field", "").strip() or None
         self.root, self.schema, self.row_kind = root, schema, row_kind
         self.threads = check_threads(threads)
-        self.buckets = int(schema.options.get("bucket", "-1"))
-        if self.buckets < 1:
-            raise UnsupportedFeatureError(
-                f"writing to a table with 'bucket' = {self.buckets} (dynamic or postponed buckets) is not supported"
-            )
+        self.buckets = int_option(schema.options, "bucket", -1)
         self.layout = Layout(schema)  # refuses what would name a directory Paimon does not
+        # Paimon's writers drop -U rows of such tables (and every retract with ignore-delete).
+        self.ignore_update_before = bool_option(schema.options, "ignore-update-before")
+        parquet_compression(schema.options)  # a codec pyarrow lacks fails before anything is written
         self.table_schema = schema.arrow
         self.partitions = _Partitions(self.table_schema, list(schema.partition_keys))
         sort_schema = self.table_schema
@@ -115,6 +118,8 @@ class TableWrite:
         try:
             for batch in batches_of(source)[1]:
                 batch = conform(batch, self.table_schema, self.row_kind)
+                if self.ignore_update_before and self.row_kind:
+                    batch = batch.filter(pc.not_equal(batch.column(VALUE_KIND), 1))
                 buckets = bucket_ids(self.schema, batch)
                 groups = self.partitions.numbers(batch) * self.buckets + buckets.to_numpy().astype(np.int64)
                 self._buffer.write(pa.Table.from_batches([batch.append_column(GROUP, pa.array(groups))]))
@@ -365,7 +370,7 @@ class DataFileWriter:
         """The file's writer, opened for a file starting with the rows of ``first``."""
         if self._writer is not None:
             return self._writer
-        compression = self.schema.options.get("file.compression", "zstd")
+        compression, level = parquet_compression(self.schema.options)
         store = self.root.store
         try:
             store.make_parent(self.path.path)
@@ -374,7 +379,7 @@ class DataFileWriter:
                 self.file_schema,
                 filesystem=store.fs,
                 compression=compression,
-                compression_level=1 if compression == "zstd" else None,
+                compression_level=level,
                 use_dictionary=_dictionary_columns(self.schema, self.file_schema),
                 # Each page's key range: a read cuts a bucket into key ranges by it
                 # (merged in parallel) and decodes of each file only the range's pages.
@@ -501,13 +506,44 @@ class Encoders:
         self.close()
 
 
+# Paimon's Parquet codecs (parquet-mr's names, and none) as pyarrow names them; None:
+# pyarrow's writer does not have it.
+PARQUET_CODECS = {
+    "none": "none",
+    "uncompressed": "none",
+    "snappy": "snappy",
+    "gzip": "gzip",
+    "brotli": "brotli",
+    "lz4": "lz4",
+    "zstd": "zstd",
+    "lzo": None,
+    "lz4_raw": None,
+}
+
+
+def parquet_compression(options: dict[str, str]) -> tuple[str, int | None]:
+    """The codec of new data files (``file.compression``) as pyarrow names it, and its
+    level (``file.compression.zstd-level``, for zstd)."""
+    name = options.get("file.compression", "zstd").strip().lower()
+    if name not in PARQUET_CODECS:
+        raise InvalidInputError(
+            f"option 'file.compression': {name!r} is not a Parquet codec (Paimon's: {', '.join(PARQUET_CODECS)})"
+        )
+    codec = PARQUET_CODECS[name]
+    if codec is None:
+        raise UnsupportedFeatureError(
+            f"option 'file.compression' = {name!r}: merge-core's Parquet writer (pyarrow) has no such codec"
+        )
+    return codec, int_option(options, "file.compression.zstd-level", 1) if codec == "zstd" else None
+
+
 def _dictionary_columns(schema: TableSchema, file_schema: pa.Schema) -> list[str] | bool:
     """The columns to dictionary-encode. Paimon's Java writer (parquet-mr) encodes every
     column so unless ``parquet.enable.dictionary`` is false; merge-core encodes none
     unless it is true: on the contest data the dictionaries cost a quarter of the
     encoding time and saved 6% of the bytes after zstd. Never worth it: the sequence
     numbers and a one-column key, distinct in every row of a file."""
-    if schema.options.get("parquet.enable.dictionary", "false").lower() != "true":
+    if not bool_option(schema.options, "parquet.enable.dictionary"):
         return False
     keys = list(schema.trimmed_keys)
     unique = {SEQUENCE_NUMBER, *(keys + [KEY_PREFIX + k for k in keys] if len(keys) == 1 else [])}

@@ -462,6 +462,7 @@ def write(
     from pyspark.sql.types import BinaryType, IntegerType, StructField, StructType
 
     table = _open(table)
+    table.new_write(row_kind, "1MiB").close()  # a table merge-core does not write is refused here, not in tasks
     check_workers(df.sparkSession)
     path, filesystem = str(table.path), table.filesystem
     buckets_schema = StructType([*df.schema.fields, StructField(BUCKET_COLUMN, IntegerType(), False)])
