@@ -106,6 +106,7 @@ class TableWrite:
             setup.sequence_order,
         )
         self._buffer = _native.SortBuffer(sort_schema, {**options, "partial": True})
+        self._retracts = _RetractCheck(sort_schema, options)
         self._done = False
 
     def write(self, data: Any) -> None:
@@ -120,6 +121,7 @@ class TableWrite:
                 batch = conform(batch, self.table_schema, self.row_kind)
                 if self.ignore_update_before and self.row_kind:
                     batch = batch.filter(pc.not_equal(batch.column(VALUE_KIND), 1))
+                self._retracts.check(batch)
                 buckets = bucket_ids(self.schema, batch)
                 groups = self.partitions.numbers(batch) * self.buckets + buckets.to_numpy().astype(np.int64)
                 self._buffer.write(pa.Table.from_batches([batch.append_column(GROUP, pa.array(groups))]))
@@ -149,6 +151,28 @@ class TableWrite:
 
     def __exit__(self, *_: Any) -> None:
         self.close()
+
+
+class _RetractCheck:
+    """Refuses retracts (``-U``, ``-D``) that the table's merge function cannot fold with
+    a key's other versions (partial-update without a rule for them, an aggregate function
+    that cannot take a value back, first-row): stored, they would make every later read
+    of the key fail. Paimon's own merge fails on them the same way; the reason (asked of
+    the Rust fold, once per kind a write meets) names the option that would allow them."""
+
+    def __init__(self, sort_schema: pa.Schema, options: dict[str, Any]):
+        self.sort_schema, self.options = sort_schema, options
+        self.checked: set[int] = set()
+
+    def check(self, batch: pa.RecordBatch) -> None:
+        if VALUE_KIND not in batch.schema.names:
+            return
+        kinds = set(pc.unique(batch.column(VALUE_KIND)).to_pylist()) & set(RETRACT_CODES)
+        for kind in sorted(kinds - self.checked):
+            reason = _native.retract_refusal(self.sort_schema, self.options, kind)
+            if reason:
+                raise InvalidInputError(f"the table cannot take this write's {KIND_NAMES[kind]} rows: {reason}")
+            self.checked.add(kind)
 
 
 class _FileCutter:
