@@ -1,5 +1,6 @@
-"""Run by test_sort_memory.py in a fresh process: sorts 8x memory_limit of generated data
-and prints the peak resident memory above the process's footprint before the sort."""
+"""Run by test_sort_memory.py in a fresh process: sorts (or writes to a table) 8x
+memory_limit of generated data and prints the peak resident memory above the process's
+footprint before the sort."""
 
 import itertools
 import json
@@ -28,27 +29,39 @@ def peak_rss() -> int:
         return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmHWM:"))
 
 
-def batches(total: int, kind: str, rows: int = 65536):
-    """Batches built straight into Arrow buffers, so generating them costs little memory."""
+#: Each kind's string width (none: seven int64 columns) and rows per generated batch.
+KINDS = {"int": (0, 65536), "str": (120, 65536), "wide": (1024, 32768)}
+
+
+def batches(total: int, kind: str):
+    """Batches built straight into Arrow buffers, so generating them costs little memory;
+    the generator holds none of them while it makes the next."""
     rng = np.random.default_rng(0)
     produced = 0
     while produced < total:
-        cols = {"k": rng.integers(0, 2**62, rows)}
-        if kind == "str":
-            data = rng.integers(48, 58, rows * 120, dtype=np.uint8)
-            offsets = np.arange(0, (rows + 1) * 120, 120, dtype=np.int32)
-            cols["s"] = pa.StringArray.from_buffers(rows, pa.py_buffer(offsets), pa.py_buffer(data))
-        else:
-            for i in range(7):
-                cols[f"p{i}"] = rng.integers(0, 1000, rows)
-        batch = pa.record_batch(cols)
-        produced += batch.nbytes
+        produced += (batch := make_batch(rng, kind)).nbytes
         yield batch
+        del batch
+
+
+def make_batch(rng: np.random.Generator, kind: str) -> pa.RecordBatch:
+    width, rows = KINDS[kind]
+    cols = {"k": rng.integers(0, 2**62, rows)}
+    if width:
+        data = rng.integers(48, 58, rows * width, dtype=np.uint8)
+        offsets = np.arange(0, (rows + 1) * width, width, dtype=np.int32)
+        cols["s"] = pa.StringArray.from_buffers(rows, pa.py_buffer(offsets), pa.py_buffer(data))
+    else:
+        for i in range(7):
+            cols[f"p{i}"] = rng.integers(0, 1000, rows)
+    return pa.record_batch(cols)
 
 
 def main() -> None:
     limit, kind, key = int(sys.argv[1]), sys.argv[2], sys.argv[3].split(",")
     from_file = sys.argv[4:] == ["file"]
+    if sys.argv[4:] == ["table"]:
+        return write_table(limit, kind, key)
     next(batches(1, kind))  # warm up imports and allocators
     with tempfile.TemporaryDirectory() as folder:
         if from_file:  # the data written to a Parquet file first, which the sort reads itself
@@ -64,6 +77,25 @@ def main() -> None:
             source = batches(8 * limit, kind)
         base = rss()
         measure(mc.sort(source, key=key, memory_limit=limit), key, base)
+
+
+def write_table(limit: int, kind: str, key: list[str]) -> None:
+    """A table write (``Table.write``'s steps) of 8x the limit, sorted within the limit."""
+    first = next(batches(1, kind))  # warm up imports and allocators
+    with tempfile.TemporaryDirectory() as folder:
+        table = mc.Table.create(os.path.join(folder, "t"), first.schema, key=key, buckets=2)
+        del first
+        base = rss()
+        with table.new_write(memory_limit=limit) as write:
+            write.write(batches(8 * limit, kind))
+            buffer = write._buffer
+            figures = {"rows_in": buffer.rows_written, "spilled_runs": buffer.spilled_runs}
+            figures["peak_memory_bytes"] = buffer.peak_memory_bytes
+            messages = write.prepare_commit()
+        table.commit(messages)
+        peak = peak_rss()
+        rows = sum(f["rows"] for f in table.files())
+        print(json.dumps({"rows": rows, "rows_out": rows, "peak_over_base": peak - base, **figures}))
 
 
 def measure(stream, key: list[str], base: int) -> None:

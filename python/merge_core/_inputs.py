@@ -6,7 +6,6 @@ the Arrow C stream interface without copying.
 
 from __future__ import annotations
 
-import itertools
 import os
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -32,9 +31,14 @@ class IterableRun:
 
     def __iter__(self) -> Iterator[pa.RecordBatch]:
         """The batches, each checked against the schema (for consumers in Python)."""
-        for number, batch in enumerate(self.batches):
+        # Not `enumerate`: its reused result tuple holds the previous batch while the
+        # next is made.
+        number = 0
+        for batch in self.batches:
             check_batch(batch, self.schema, number)
             yield batch
+            del batch  # not held while the next batch is made either
+            number += 1
 
 
 def check_batch(batch: Any, schema: pa.Schema, number: int) -> None:
@@ -72,7 +76,17 @@ def as_stream_source(obj: Any) -> Any:
         return None
     if not isinstance(first, pa.RecordBatch):
         raise InvalidInputError(f"an iterable run must yield pyarrow RecordBatches, got {type(first).__name__}")
-    return IterableRun(first.schema, itertools.chain([first], batches))
+    return IterableRun(first.schema, _prepended(first, batches))
+
+
+def _prepended(first: pa.RecordBatch, rest: Iterator[Any]) -> Iterator[Any]:
+    """``first``, then ``rest``, holding ``first`` no longer than its consumer does
+    (``itertools.chain`` keeps its arguments to the end: a sort of wide rows held its
+    first input batch throughout)."""
+    held = [first]
+    del first
+    yield held.pop()
+    yield from rest
 
 
 def batches_of(source: Any) -> tuple[pa.Schema, Iterable[pa.RecordBatch]]:

@@ -74,7 +74,8 @@ pub struct SortOptions {
     pub max_fan_in: usize,
     /// Most bytes of spill files on disk at once.
     pub max_disk_size: Option<u64>,
-    /// Rows per output batch.
+    /// Rows per output batch, at most: batches of wide rows are cut smaller, to about
+    /// a sixteenth of `memory_limit` in bytes.
     pub batch_size: usize,
     /// The output is not the final result but a run above older runs: fold it only as
     /// far as that is sound, keeping deletes (see [`MergeFunction::for_partial_run`]).
@@ -103,6 +104,17 @@ impl SortOptions {
 /// for the stable sort's buffer (which takes up to one entry per row).
 const SCRATCH_PER_ROW: usize = 32;
 
+/// An output batch holds about `memory_limit / OUTPUT_SHARE` bytes at most: its reader
+/// holds one or two beside the sort's memory (a sort that never spilled still holds its
+/// whole buffer while it hands the rows out).
+const OUTPUT_SHARE: usize = 16;
+
+/// A batch that must be cut is copied out in pieces of at most `memory_limit /
+/// PIECE_SHARE` bytes. A piece as large as the room left made allocations of up to half
+/// the budget, and once glibc's malloc frees a block that large it keeps up to twice its
+/// size free in its heaps rather than handing it back.
+const PIECE_SHARE: usize = 16;
+
 /// Sorts any amount of data within a memory budget, spilling sorted runs to disk.
 pub struct SortBuffer {
     schema: SchemaRef,
@@ -114,6 +126,8 @@ pub struct SortBuffer {
     buffered: Buffered,
     memory: usize,
     arrival: u64,
+    /// Bytes accounted for every row buffered so far (for the size of output batches).
+    bytes_in: u64,
     /// Batches written so far, for messages.
     batches_written: u64,
     /// Key bytes a row took in the last piece measured (an estimate for the next).
@@ -163,6 +177,7 @@ impl SortBuffer {
             buffered: Buffered { store: BatchStore::default(), keys: Vec::new() },
             memory: 0,
             arrival: 0,
+            bytes_in: 0,
             batches_written: 0,
             key_row_bytes: 0,
             spill: None,
@@ -217,7 +232,11 @@ impl SortBuffer {
         while offset < rows {
             let capacity = self.capacity();
             let room = capacity.saturating_sub(self.memory) / per_row;
-            let take = room.clamp(1, rows - offset);
+            let take = if offset == 0 && room >= rows {
+                rows // kept whole, uncopied
+            } else {
+                room.min(limit / PIECE_SHARE / per_row).clamp(1, rows - offset)
+            };
             let part = if take == rows { batch.clone() } else { batch.slice(offset, take) };
             let piece = Piece::measure(self, part)?;
             self.key_row_bytes = piece.keys.size().div_ceil(take);
@@ -284,6 +303,7 @@ impl SortBuffer {
         self.buffered.store.push(StoredBatch { batch, versions, run: 0, first_row: self.arrival, views });
         self.buffered.keys.push(keys);
         self.arrival += rows as u64;
+        self.bytes_in += bytes as u64;
         self.stats.rows_in.store(self.arrival, std::sync::atomic::Ordering::Relaxed);
         self.stats.set_memory((self.memory + in_flight) as u64);
         Ok(())
@@ -359,6 +379,15 @@ impl SortBuffer {
         (per_run / row_bytes).clamp(1, self.options.batch_size)
     }
 
+    /// Rows per output batch: `batch_size`, or fewer when rows as large as the average
+    /// row buffered (its data, key and scratch) would pass `memory_limit / OUTPUT_SHARE`.
+    /// Counted in rows alone, a table write's 65,536-row batches of 1 KiB strings were
+    /// 64 MiB each, a whole 64 MiB limit.
+    fn output_batch_rows(&self) -> usize {
+        let row_bytes = (self.bytes_in / self.arrival.max(1)).max(1) as usize;
+        (self.options.memory_limit / OUTPUT_SHARE / row_bytes).clamp(1, self.options.batch_size)
+    }
+
     fn spill_dir(&mut self) -> Result<Arc<SpillDir>> {
         if self.spill.is_none() {
             let o = &self.options;
@@ -394,8 +423,9 @@ impl SortBuffer {
 
     fn finish_inner(&mut self) -> Result<MergeStream> {
         let function = self.options.merge.clone().unwrap_or(MergeFunction::None);
+        let batch_rows = self.output_batch_rows();
         if self.runs.is_empty() && self.in_flight.is_none() {
-            let (schema, sorted) = self.take_sorted(function, self.options.batch_size)?;
+            let (schema, sorted) = self.take_sorted(function, batch_rows)?;
             let stats = Arc::new(SharedStats::default());
             let counted = CountRows { inner: sorted, stats: stats.clone() };
             return Ok(MergeStream::of_sort(schema, Box::new(counted), stats, self.stats.clone()));
@@ -410,8 +440,7 @@ impl SortBuffer {
             self.merge_round()?;
         }
         let runs = std::mem::take(&mut self.runs);
-        let stream =
-            merge_runs(self.readers(runs)?, self.merge_options(function, self.options.batch_size), false)?;
+        let stream = merge_runs(self.readers(runs)?, self.merge_options(function, batch_rows), false)?;
         Ok(stream.with_sort_stats(self.stats.clone()))
     }
 

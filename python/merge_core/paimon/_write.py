@@ -12,6 +12,7 @@ changes. Folding within a write keeps retractions (the file lies above older one
 from __future__ import annotations
 
 import datetime
+import math
 import os
 import threading
 import uuid
@@ -45,8 +46,11 @@ SEQUENCE_FIELD_ID = (1 << 31) - 2
 KIND_FIELD_ID = (1 << 31) - 3
 KIND_NAMES = ["+I", "-U", "+U", "-D"]  # (Python lists: an Arrow array made at import imports pandas)
 RETRACT_CODES = [1, 3]
-SORT_BATCH_ROWS = 64 * 1024
+SORT_BATCH_ROWS = 64 * 1024  # at most; the sort makes batches of wide rows smaller (by bytes)
 ROW_GROUP_ROWS = 128 * 1024
+ROW_GROUP_BYTES = 128 << 20  # at most: a row group takes a quarter of what its Encoders may hold
+ENCODE_SHARE = 4  # a write's encoding holds at most memory_limit / ENCODE_SHARE bytes of rows
+ENCODE_MEMORY = (256 << 20) // ENCODE_SHARE  # that of a write of the default memory_limit (compactions)
 PAGE_ROWS = 8 * 1024  # rows in each data page, the same in every column (see _open)
 PAGE_BYTES = 1 << 20  # fewer rows when the widest column would make pages larger (pyarrow's default)
 
@@ -107,6 +111,7 @@ class TableWrite:
         )
         self._buffer = _native.SortBuffer(sort_schema, {**options, "partial": True})
         self._retracts = _RetractCheck(sort_schema, options)
+        self._encode_memory = options["memory_limit"] // ENCODE_SHARE
         self._done = False
 
     def write(self, data: Any) -> None:
@@ -118,15 +123,19 @@ class TableWrite:
             return
         try:
             for batch in batches_of(source)[1]:
-                batch = conform(batch, self.table_schema, self.row_kind)
-                if self.ignore_update_before and self.row_kind:
-                    batch = batch.filter(pc.not_equal(batch.column(VALUE_KIND), 1))
-                self._retracts.check(batch)
-                buckets = bucket_ids(self.schema, batch)
-                groups = self.partitions.numbers(batch) * self.buckets + buckets.to_numpy().astype(np.int64)
-                self._buffer.write(pa.Table.from_batches([batch.append_column(GROUP, pa.array(groups))]))
+                self._add(batch)
+                del batch  # not held while the next batch is read
         except ValueError as e:
             raise _reraise(e) from e
+
+    def _add(self, batch: pa.RecordBatch) -> None:
+        batch = conform(batch, self.table_schema, self.row_kind)
+        if self.ignore_update_before and self.row_kind:
+            batch = batch.filter(pc.not_equal(batch.column(VALUE_KIND), 1))
+        self._retracts.check(batch)
+        buckets = bucket_ids(self.schema, batch)
+        groups = self.partitions.numbers(batch) * self.buckets + buckets.to_numpy().astype(np.int64)
+        self._buffer.write(pa.Table.from_batches([batch.append_column(GROUP, pa.array(groups))]))
 
     def prepare_commit(self) -> list[CommitMessage]:
         """Writes the data files and returns what to commit, one message per (partition,
@@ -135,7 +144,7 @@ class TableWrite:
             raise InvalidInputError("this write was already prepared for commit; start a new one")
         self._done = True
         try:
-            with Encoders(self.threads) as encoders:
+            with Encoders(self.threads, self._encode_memory) as encoders:
                 return _FileCutter(self, encoders).cut(self._buffer.finish())
         except ValueError as e:
             raise _reraise(e) from e
@@ -300,7 +309,9 @@ class DataFileWriter:
     serialized row is ``partition``, and describes it as its manifest record. Rows
     without ``_SEQUENCE_NUMBER`` are numbered from ``first_sequence`` in order; rows
     without ``_VALUE_KIND`` are adds. The Parquet encoding runs on ``encoders`` (on the
-    caller's thread by default), one step of a file after another."""
+    caller's thread by default), one step of a file after another, each step a row group
+    of ``ROW_GROUP_ROWS`` rows or the encoders' ``row_group_bytes``, whichever is reached
+    first."""
 
     def __init__(
         self,
@@ -330,7 +341,7 @@ class DataFileWriter:
         self.sequences: list[int] = []
         self._writer: pq.ParquetWriter | None = None  # opened by the first encoding step
         self._pending: list[pa.RecordBatch] = []
-        self._pending_rows = 0
+        self._pending_rows = self._pending_bytes = 0
 
     def write(self, batch: pa.RecordBatch) -> None:
         n = batch.num_rows
@@ -352,10 +363,20 @@ class DataFileWriter:
         ]
         out = pa.RecordBatch.from_arrays(columns, schema=self.file_schema)
         self._track(out, n)
-        self._pending.append(out)
-        self._pending_rows += n
-        if self._pending_rows >= ROW_GROUP_ROWS:
-            self._flush()
+        self._gather(out)
+
+    def _gather(self, batch: pa.RecordBatch) -> None:
+        """Adds rows to the row group being gathered, handing each full one to encoding."""
+        limit = self.encoders.row_group_bytes
+        while batch.num_rows:
+            row_bytes = max(batch.nbytes / batch.num_rows, 1.0)
+            room = min(ROW_GROUP_ROWS - self._pending_rows, math.ceil((limit - self._pending_bytes) / row_bytes))
+            part, batch = batch.slice(0, max(room, 1)), batch.slice(max(room, 1))
+            self._pending.append(part)
+            self._pending_rows += part.num_rows
+            self._pending_bytes += part.nbytes
+            if self._pending_rows >= ROW_GROUP_ROWS or self._pending_bytes >= limit:
+                self._flush()
 
     def _track(self, batch: pa.RecordBatch, n: int) -> None:
         key_columns = [_comparable(batch.column(k)) for k in self.keys]
@@ -377,8 +398,9 @@ class DataFileWriter:
         if not self._pending:
             return
         table = pa.Table.from_batches(self._pending, self.file_schema)
-        self._pending, self._pending_rows = [], 0
-        self._last = self.encoders.submit(self._encode, self._last, table)
+        size = self._pending_bytes
+        self._pending, self._pending_rows, self._pending_bytes = [], 0, 0
+        self._last = self.encoders.submit(self._encode, self._last, table, size=size)
 
     def _encode(self, before: Future[Any] | None, table: pa.Table) -> None:
         """Encodes ``table`` once the file's previous step is done (``before`` was
@@ -500,13 +522,23 @@ class DataFileWriter:
 class Encoders:
     """The threads that encode data files: Parquet encoding releases the GIL, so files are
     encoded while the caller's thread sorts the next rows. Of ``threads``, the caller's is
-    one: 1 runs every step on it. At most two steps per thread wait, bounding the rows held."""
+    one: 1 runs every step on it.
 
-    def __init__(self, threads: int):
+    The rows held for encoding are counted in bytes, ``memory`` at most: a quarter for the
+    row group a file is gathering (``row_group_bytes``), the rest for the steps waiting or
+    encoding; a step that would pass that waits until earlier steps are done (a step
+    larger than that runs alone). Rows counted (rather than bytes), four row groups of
+    1 KiB rows held 512 MiB at any memory_limit."""
+
+    def __init__(self, threads: int, memory: int = ENCODE_MEMORY):
         self.pool = ThreadPoolExecutor(threads - 1, "merge-core-encode") if threads > 1 else None
-        self.slots = threading.BoundedSemaphore(2 * threads)
+        self.row_group_bytes = max(min(memory // 4, ROW_GROUP_BYTES), 1)
+        self._room = memory - self.row_group_bytes
+        self._held = 0  # bytes of the steps submitted and not done
+        self._changed = threading.Condition()
 
-    def submit(self, step: Callable[..., Any], *args: Any) -> Future[Any]:
+    def submit(self, step: Callable[..., Any], *args: Any, size: int = 0) -> Future[Any]:
+        """Runs ``step(*args)``, a step holding ``size`` bytes of rows, once there is room."""
         if self.pool is None:
             done: Future[Any] = Future()
             try:
@@ -514,10 +546,17 @@ class Encoders:
             except BaseException as e:  # noqa: BLE001 - handed to whoever takes the result
                 done.set_exception(e)
             return done
-        self.slots.acquire()
+        with self._changed:
+            self._changed.wait_for(lambda: self._held == 0 or self._held + size <= self._room)
+            self._held += size
         future = self.pool.submit(step, *args)
-        future.add_done_callback(lambda _: self.slots.release())
+        future.add_done_callback(lambda _: self._release(size))
         return future
+
+    def _release(self, size: int) -> None:
+        with self._changed:
+            self._held -= size
+            self._changed.notify_all()
 
     def close(self) -> None:
         if self.pool is not None:
