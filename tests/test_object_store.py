@@ -23,7 +23,8 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pytest
 from helpers import free_port
-from merge_core.paimon import _commit, _fs
+from merge_core import fs
+from merge_core.paimon import _commit
 
 SCHEMA = pa.schema([("k", pa.int64()), ("p", pa.string()), ("v", pa.int64())])
 CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}
@@ -224,7 +225,7 @@ def test_a_store_ignoring_conditional_writes_is_refused(bucket, monkeypatch):
         return True
 
     with monkeypatch.context() as patch:
-        patch.setattr(_fs.S3Store, "_put_if_absent", unconditional)
+        patch.setattr(fs.S3Store, "_put_if_absent", unconditional)
         with pytest.raises(mc.UnsupportedFeatureError, match=r"ignores conditional writes.*put-if-absent"):
             create(f"s3://{bucket}/wh/db.db/t")
     assert objects(bucket) == [], "the probe is removed"

@@ -14,9 +14,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 from helpers import pypaimon_commit
+from merge_core.fs import Location, resolve
 from merge_core.paimon._binary import decode
 from merge_core.paimon._dv import MAGIC_32, MAGIC_64, deleted_positions
-from merge_core.paimon._fs import Location, resolve
 from merge_core.paimon._meta import DeletionVector
 from merge_core.paimon._paths import bucket_dir, java_floating, local_date_time
 from merge_core.paimon._schema import Field, TableSchema, arrow_type

@@ -407,7 +407,7 @@ def test_paimon_options_round_trip(merge, sequence, order):
 
 
 def normalized(merge):
-    from merge_core._options import merge_spec
+    from merge_core.merge_functions import merge_spec
 
     spec = merge_spec(merge)
     spec["fields"] = {n: {"function": f} if isinstance(f, str) else f for n, f in spec.get("fields", {}).items()}

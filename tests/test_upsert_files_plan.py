@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from merge_core.paimon._fs import resolve
+from merge_core.fs import resolve
 from merge_core.spark import _upsert_files
 
 VERSION = "__merge_core_version"

@@ -33,14 +33,14 @@ _LAZY = {
     "sort": "._sort",
     "SortBuffer": "._sort",
     "Stream": "._native",
-    "Deduplicate": "._options",
-    "FirstRow": "._options",
-    "PartialUpdate": "._options",
-    "Aggregate": "._options",
-    "MergeSpec": "._options",
-    "PaimonMerge": "._paimon_options",
-    "merge_from_paimon_options": "._paimon_options",
-    "paimon_options": "._paimon_options",
+    "Deduplicate": ".merge_functions",
+    "FirstRow": ".merge_functions",
+    "PartialUpdate": ".merge_functions",
+    "Aggregate": ".merge_functions",
+    "MergeSpec": ".merge_functions",
+    "PaimonMerge": ".paimon",
+    "merge_from_paimon_options": ".paimon",
+    "paimon_options": ".paimon",
     "Table": ".paimon",
     "DynamicFilter": "._filter",
     "__version__": "._native",
@@ -51,10 +51,9 @@ if TYPE_CHECKING:
     from ._filter import DynamicFilter
     from ._merge import Algorithm, merge
     from ._native import Stream, __version__
-    from ._options import Aggregate, Deduplicate, FirstRow, MergeSpec, PartialUpdate
-    from ._paimon_options import PaimonMerge, merge_from_paimon_options, paimon_options
     from ._sort import SortBuffer, sort
-    from .paimon import Table
+    from .merge_functions import Aggregate, Deduplicate, FirstRow, MergeSpec, PartialUpdate
+    from .paimon import PaimonMerge, Table, merge_from_paimon_options, paimon_options
 
 
 def __getattr__(name: str) -> object:

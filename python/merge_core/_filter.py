@@ -9,9 +9,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ._inputs import as_stream_source, batches_of
-from ._sort import parse_size
 from .errors import InvalidInputError
+from .inputs import as_stream_source, batches_of, parse_size
 
 
 class DynamicFilter:

@@ -6,10 +6,10 @@ from collections.abc import Iterable
 from typing import Any, Literal
 
 from . import _native
-from ._inputs import as_stream_sources, check_threads, column_names, is_descending
 from ._native import Stream
-from ._options import MergeSpec, merge_spec
 from .errors import InvalidInputError, MergeCoreError
+from .inputs import as_stream_sources, check_threads, column_names, is_descending
+from .merge_functions import MergeSpec, merge_spec
 
 Algorithm = Literal["loser-tree", "heap", "paimon-loser-tree"]
 

@@ -3,90 +3,16 @@
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterable
 from typing import Any
 
 import pyarrow as pa
 
 from . import _native
-from ._inputs import as_stream_source, column_names, is_descending, parquet_path
 from ._native import Stream
-from ._options import MergeSpec, merge_spec
-from .errors import InvalidInputError
-
-_UNITS = {
-    "": 1,
-    "b": 1,
-    "k": 1000,
-    "kb": 1000,
-    "kib": 1024,
-    "m": 1000**2,
-    "mb": 1000**2,
-    "mib": 1024**2,
-    "g": 1000**3,
-    "gb": 1000**3,
-    "gib": 1024**3,
-    "t": 1000**4,
-    "tb": 1000**4,
-    "tib": 1024**4,
-}
-
-
-def parse_size(value: int | str | None, what: str) -> int | None:
-    """Bytes from ``123``, ``"64MiB"``, ``"1.5 GB"`` (``None`` stays ``None``). A byte
-    count is a whole number: ``1.5`` (not a string with a unit) is refused."""
-    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
-        if isinstance(value, int) and value <= 0:
-            raise InvalidInputError(f"{what} must be positive, got {value}")
-        return value
-    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*", value) if isinstance(value, str) else None
-    fraction_of_a_byte = match is not None and "." in match.group(1) and match.group(2).lower() in ("", "b")
-    if not match or match.group(2).lower() not in _UNITS or fraction_of_a_byte:
-        raise InvalidInputError(f"{what} must be a byte count like 268435456 or '256MiB', got {value!r}")
-    size = int(float(match.group(1)) * _UNITS[match.group(2).lower()])
-    if size <= 0:
-        raise InvalidInputError(f"{what} must be positive, got {value!r}")
-    return size
-
-
-def _native_options(
-    key,
-    sequence,
-    row_kind,
-    merge,
-    memory_limit,
-    spill_dir,
-    spill_compression,
-    max_fan_in,
-    max_disk_size,
-    batch_size,
-    sequence_order="ascending",
-    system_sequence=None,
-) -> dict[str, Any]:
-    """The options checked and normalised, as the dict the native module reads."""
-    if not isinstance(batch_size, int) or batch_size < 1:
-        raise InvalidInputError(f"batch_size must be a positive integer, got {batch_size!r}")
-    if not isinstance(max_fan_in, int) or max_fan_in < 2:
-        raise InvalidInputError(f"max_fan_in must be an integer of at least 2, got {max_fan_in!r}")
-    return {
-        "key": column_names(key, "key"),
-        "sequence": column_names(sequence, "sequence"),
-        "descending": is_descending(sequence_order),
-        "system_sequence": system_sequence,
-        "row_kind": row_kind,
-        "merge": None if merge is None else merge_spec(merge),
-        "memory_limit": parse_size(memory_limit, "memory_limit"),
-        "spill_dir": None if spill_dir is None else os.fspath(spill_dir),
-        "spill_compression": spill_compression,
-        "max_fan_in": max_fan_in,
-        "max_disk_size": parse_size(max_disk_size, "max_disk_size"),
-        "batch_size": batch_size,
-    }
-
-
-def _reraise(e: ValueError) -> InvalidInputError:
-    return e if isinstance(e, InvalidInputError) else InvalidInputError(str(e))
+from .errors import InvalidInputError, as_invalid_input
+from .inputs import as_stream_source, parquet_path, sort_options
+from .merge_functions import MergeSpec
 
 
 class SortBuffer:
@@ -121,7 +47,7 @@ class SortBuffer:
         batch_size: int = 8192,
         sequence_order: str = "ascending",
     ) -> None:
-        options = _native_options(
+        options = sort_options(
             key,
             sequence,
             row_kind,
@@ -137,7 +63,7 @@ class SortBuffer:
         try:
             self._native = _native.SortBuffer(schema, options)
         except ValueError as e:
-            raise _reraise(e) from e
+            raise as_invalid_input(e) from e
 
     def write(self, data: Any) -> None:
         """Adds a RecordBatch, Table, RecordBatchReader or any Arrow-tabular object."""
@@ -147,7 +73,7 @@ class SortBuffer:
         try:
             self._native.write(source)
         except ValueError as e:
-            raise _reraise(e) from e
+            raise as_invalid_input(e) from e
 
     def finish(self) -> Stream:
         """Ends writing and returns the sorted rows as a lazy stream."""
@@ -222,7 +148,7 @@ def sort(
     >>> mc.sort(t, key="k", merge="deduplicate").read_all().to_pydict()
     {'k': [1, 2], 'v': [2, 3]}
     """
-    options = _native_options(
+    options = sort_options(
         key,
         sequence,
         row_kind,
@@ -243,4 +169,4 @@ def sort(
     try:
         return _native.sort(stream_source, options)
     except ValueError as e:
-        raise _reraise(e) from e
+        raise as_invalid_input(e) from e

@@ -61,3 +61,8 @@ __all__ = [
     "CorruptTableError",
     "UnsupportedFeatureError",
 ]
+
+
+def as_invalid_input(e: ValueError) -> InvalidInputError:
+    """A ``ValueError`` the native module raised for bad input, as merge-core's own error."""
+    return e if isinstance(e, InvalidInputError) else InvalidInputError(str(e))

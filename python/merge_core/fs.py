@@ -25,7 +25,7 @@ from typing import Any
 
 import pyarrow.fs as pafs
 
-from ..errors import CorruptTableError, InvalidInputError, TableIOError, UnsupportedFeatureError
+from .errors import CorruptTableError, InvalidInputError, TableIOError, UnsupportedFeatureError
 
 PUT_IF_ABSENT = "atomic create-if-absent (put-if-absent)"
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")

@@ -7,6 +7,7 @@ the Arrow C stream interface without copying.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -14,6 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .errors import InvalidInputError
+from .merge_functions import merge_spec
 
 
 class IterableRun:
@@ -125,7 +127,7 @@ def parquet_path(path: str | os.PathLike[str], filesystem: Any = None) -> Any:
     a missing file is named before the merge starts)."""
     import pyarrow.parquet as pq
 
-    from .paimon._fs import resolve
+    from .fs import resolve
 
     location = resolve(path, filesystem)
     if location.store.local:
@@ -199,3 +201,73 @@ def _null_for_null_string(values: pa.Array | pa.ChunkedArray) -> pa.Array | pa.C
     # (the chunks of a column read from Parquet are slices of one buffer).
     mask = pc.fill_null(pc.equal(values, "null"), False)
     return pc.replace_with_mask(values, mask, pa.nulls(len(values), values.type))
+
+
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "k": 1000,
+    "kb": 1000,
+    "kib": 1024,
+    "m": 1000**2,
+    "mb": 1000**2,
+    "mib": 1024**2,
+    "g": 1000**3,
+    "gb": 1000**3,
+    "gib": 1024**3,
+    "t": 1000**4,
+    "tb": 1000**4,
+    "tib": 1024**4,
+}
+
+
+def parse_size(value: int | str | None, what: str) -> int | None:
+    """Bytes from ``123``, ``"64MiB"``, ``"1.5 GB"`` (``None`` stays ``None``). A byte
+    count is a whole number: ``1.5`` (not a string with a unit) is refused."""
+    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+        if isinstance(value, int) and value <= 0:
+            raise InvalidInputError(f"{what} must be positive, got {value}")
+        return value
+    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*", value) if isinstance(value, str) else None
+    fraction_of_a_byte = match is not None and "." in match.group(1) and match.group(2).lower() in ("", "b")
+    if not match or match.group(2).lower() not in _UNITS or fraction_of_a_byte:
+        raise InvalidInputError(f"{what} must be a byte count like 268435456 or '256MiB', got {value!r}")
+    size = int(float(match.group(1)) * _UNITS[match.group(2).lower()])
+    if size <= 0:
+        raise InvalidInputError(f"{what} must be positive, got {value!r}")
+    return size
+
+
+def sort_options(
+    key,
+    sequence,
+    row_kind,
+    merge,
+    memory_limit,
+    spill_dir,
+    spill_compression,
+    max_fan_in,
+    max_disk_size,
+    batch_size,
+    sequence_order="ascending",
+    system_sequence=None,
+) -> dict[str, Any]:
+    """The options checked and normalised, as the dict the native module reads."""
+    if not isinstance(batch_size, int) or batch_size < 1:
+        raise InvalidInputError(f"batch_size must be a positive integer, got {batch_size!r}")
+    if not isinstance(max_fan_in, int) or max_fan_in < 2:
+        raise InvalidInputError(f"max_fan_in must be an integer of at least 2, got {max_fan_in!r}")
+    return {
+        "key": column_names(key, "key"),
+        "sequence": column_names(sequence, "sequence"),
+        "descending": is_descending(sequence_order),
+        "system_sequence": system_sequence,
+        "row_kind": row_kind,
+        "merge": None if merge is None else merge_spec(merge),
+        "memory_limit": parse_size(memory_limit, "memory_limit"),
+        "spill_dir": None if spill_dir is None else os.fspath(spill_dir),
+        "spill_compression": spill_compression,
+        "max_fan_in": max_fan_in,
+        "max_disk_size": parse_size(max_disk_size, "max_disk_size"),
+        "batch_size": batch_size,
+    }

@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 
 import merge_core as mc
 
-from .._sort import parse_size
+from ..inputs import parse_size
 
 MERGE_FUNCTIONS = ["deduplicate", "first-row", "partial-update", "aggregate", "none"]
 

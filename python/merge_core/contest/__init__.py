@@ -15,8 +15,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ._inputs import null_strings_as_null as null_strings_as_null  # the contest's rule for 'null'
-from ._options import Aggregate
+from ..inputs import null_strings_as_null as null_strings_as_null  # the contest's rule for 'null'
+from ..merge_functions import Aggregate
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -110,7 +110,7 @@ def spark_sql_upsert(versions: Sequence[DataFrame], key: str = "uuid") -> DataFr
     pipelines with."""
     from pyspark.sql import functions as F
 
-    from .spark import VERSION_COLUMN, tagged_union
+    from ..spark import VERSION_COLUMN, tagged_union
 
     columns = list(versions[0].columns)
     union = tagged_union(versions, columns, CONTEST["null_strings"])

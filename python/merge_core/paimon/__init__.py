@@ -10,8 +10,22 @@ Paimon checks a schema against, at create and at open.
 
 from ._commit import CommitMessage, summary
 from ._compact import CompactTask
+from ._merge_options import PaimonMerge, merge_from_paimon_options, paimon_options
 from ._plan import FileRead, Plan, Section, Split
 from ._table import Table
 from ._write import TableWrite
 
-__all__ = ["Table", "Plan", "Split", "Section", "FileRead", "TableWrite", "CommitMessage", "CompactTask", "summary"]
+__all__ = [
+    "Table",
+    "Plan",
+    "Split",
+    "Section",
+    "FileRead",
+    "TableWrite",
+    "CommitMessage",
+    "CompactTask",
+    "summary",
+    "PaimonMerge",
+    "merge_from_paimon_options",
+    "paimon_options",
+]

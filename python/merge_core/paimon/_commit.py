@@ -5,7 +5,7 @@ A commit writes the *delta* manifest (this commit's ADD and DELETE entries), a b
 manifest list (the previous snapshot's base and delta manifests, folded into one
 manifest once there are many) and a delta manifest list, then claims ``snapshot-N``
 by creating it only if absent (a hard link on a local disk, a conditional PUT on S3:
-see ``_fs``), which fails if another writer claimed it first. Then it retries on
+see ``merge_core.fs``), which fails if another writer claimed it first. Then it retries on
 the new latest snapshot: an append always can; a compaction only if the files it
 replaced are all still live, else :class:`CommitConflictError`. Files of a commit that
 did not land are removed; ``LATEST`` and ``EARLIEST`` are hints, as in Paimon.
@@ -25,8 +25,8 @@ import fastavro
 import pyarrow as pa
 
 from ..errors import CommitConflictError, CorruptTableError, TableIOError, TableNotFoundError
+from ..fs import Location
 from . import _binary, _key_order
-from ._fs import Location
 from ._meta import ADD, DELETE, MANIFEST_VERSIONS, Snapshot, latest_snapshot_id, live_entries, read_avro
 from ._schema import TableSchema
 

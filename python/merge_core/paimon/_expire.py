@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import CorruptTableError, TableIOError, UnsupportedFeatureError
-from ._fs import Location
+from ..fs import Location
 from ._meta import ADD, INDEX_MANIFEST_VERSIONS, MANIFEST_VERSIONS, Snapshot, read_avro, snapshot_ids
 from ._options import bool_option, duration_ms, int_option
 from ._paths import file_name

@@ -13,8 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ._options import Aggregate, Deduplicate, FirstRow, MergeSpec, PartialUpdate, merge_spec
-from .errors import InvalidInputError
+from ..errors import InvalidInputError
+from ..merge_functions import Aggregate, Deduplicate, FirstRow, MergeSpec, PartialUpdate, merge_spec
+from ._core_options import READ, refuse
 
 ENGINES = ("deduplicate", "partial-update", "aggregation", "first-row")
 FIELD_OPTIONS = ("aggregate-function", "ignore-retract", "list-agg-delimiter", "distinct", "sequence-group")
@@ -165,8 +166,6 @@ def _field_options(out: dict[str, str], name: str, f: Mapping[str, Any]) -> None
 def _refuse_unsupported(options: dict[str, str]) -> None:
     """Refuses, by name, an option about merging that changes what a read returns in a way
     merge-core does not (Paimon's options table decides); any other passes, as in Paimon."""
-    from .paimon._core_options import READ, refuse  # (that package imports this module)
-
     refuse(options, READ, [key for key in options if key.startswith(MERGE_PREFIXES)])
 
 

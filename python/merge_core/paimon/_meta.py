@@ -16,7 +16,7 @@ from typing import Any
 import fastavro
 
 from ..errors import CorruptTableError, TableNotFoundError, UnsupportedFeatureError
-from ._fs import Location, resolve
+from ..fs import Location, resolve
 from ._paths import ManifestPaths, file_name
 
 SNAPSHOT_VERSIONS = (3,)

@@ -51,8 +51,8 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import CorruptTableError, InvalidInputError, UnsupportedFeatureError
+from ..fs import Location
 from . import _binary
-from ._fs import Location
 from ._schema import Field, TableSchema, load_schema, schema_ids
 
 DEFAULT_PARTITION_NAME = "__DEFAULT_PARTITION__"

@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 
 from ..errors import UnsupportedFeatureError
+from ..fs import Location
 from . import _binary, _key_order
 from ._dv import deleted_positions
-from ._fs import Location
 from ._meta import DataFile, Snapshot, deletion_vectors
 from ._options import bool_option, memory_bytes
 from ._paths import Layout, ManifestPaths

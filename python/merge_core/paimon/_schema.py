@@ -15,7 +15,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..errors import CorruptTableError, InvalidInputError, UnsupportedFeatureError
-from ._fs import Location
+from ..fs import Location
 
 FIELD_ID = b"PARQUET:field_id"
 SUPPORTED_SCHEMA_VERSIONS = (3,)

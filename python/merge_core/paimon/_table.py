@@ -18,12 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from .. import _native
-from .._filter import DynamicFilter
-from .._inputs import as_stream_source, batches_of, check_threads, column_names
-from .._native import Stream
-from .._options import merge_spec
-from .._paimon_options import PaimonMerge, merge_from_paimon_options, paimon_options
+from .. import DynamicFilter, Stream, _native
 from ..errors import (
     CorruptTableError,
     InvalidInputError,
@@ -32,12 +27,15 @@ from ..errors import (
     TableNotFoundError,
     UnsupportedFeatureError,
 )
+from ..fs import Location, Store, resolve
+from ..inputs import as_stream_source, batches_of, check_threads, column_names
+from ..merge_functions import merge_spec
 from . import _binary, _key_order
 from ._commit import CommitMessage, Committer, summary
 from ._compact import CompactTask, compaction_tasks
 from ._core_options import READ, SNAPSHOT_CHOICE, WRITE, check_options, refuse
 from ._expire import expire_snapshots
-from ._fs import Location, Store, resolve
+from ._merge_options import PaimonMerge, merge_from_paimon_options, paimon_options
 from ._meta import DataFile, Snapshot, latest_snapshot_id, live_entries, live_files, snapshot_ids
 from ._options import bool_option, int_option
 from ._paths import Layout, file_name

@@ -14,7 +14,7 @@ import datetime
 from collections.abc import Mapping
 
 from ..errors import InvalidInputError, TableNotFoundError, UnsupportedFeatureError
-from ._fs import Location
+from ..fs import Location
 from ._meta import Snapshot, latest_snapshot_id, snapshot_ids
 
 TRAVEL_KEYS = ("scan.snapshot-id", "scan.tag-name", "scan.watermark", "scan.timestamp", "scan.timestamp-millis")

@@ -26,13 +26,12 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .. import _native
-from .._inputs import as_stream_source, batches_of, check_threads
-from .._paimon_options import PaimonMerge
-from .._sort import _native_options, _reraise
-from ..errors import InternalError, InvalidInputError, TableIOError, UnsupportedFeatureError
+from ..errors import InternalError, InvalidInputError, TableIOError, UnsupportedFeatureError, as_invalid_input
+from ..fs import Location
+from ..inputs import as_stream_source, batches_of, check_threads, sort_options
 from . import _binary, _key_order
 from ._commit import CommitMessage
-from ._fs import Location
+from ._merge_options import PaimonMerge
 from ._meta import Snapshot, latest_snapshot_id, live_files
 from ._options import bool_option, int_option
 from ._paths import Layout
@@ -96,7 +95,7 @@ class TableWrite:
         if row_kind:
             sort_schema = sort_schema.append(pa.field(VALUE_KIND, pa.int8(), nullable=False))
         sort_schema = sort_schema.append(pa.field(GROUP, pa.int64(), nullable=False))
-        options = _native_options(
+        options = sort_options(
             [GROUP, *schema.trimmed_keys],
             list(setup.sequence),
             VALUE_KIND if row_kind else None,  # without row kinds, aggregates may fold early
@@ -126,7 +125,7 @@ class TableWrite:
                 self._add(batch)
                 del batch  # not held while the next batch is read
         except ValueError as e:
-            raise _reraise(e) from e
+            raise as_invalid_input(e) from e
 
     def _add(self, batch: pa.RecordBatch) -> None:
         batch = conform(batch, self.table_schema, self.row_kind)
@@ -147,7 +146,7 @@ class TableWrite:
             with Encoders(self.threads, self._encode_memory) as encoders:
                 return _FileCutter(self, encoders).cut(self._buffer.finish())
         except ValueError as e:
-            raise _reraise(e) from e
+            raise as_invalid_input(e) from e
         finally:
             self._buffer.close()
 

@@ -28,13 +28,11 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from .._filter import DynamicFilter
-from .._inputs import column_names
-from .._options import Deduplicate, FirstRow, MergeSpec
-from .._sort import SortBuffer, sort
+from .. import Deduplicate, DynamicFilter, FirstRow, MergeSpec, SortBuffer, sort
 from ..errors import InvalidInputError, MergeCoreError
+from ..fs import Location, resolve
+from ..inputs import column_names
 from ..paimon import Table, summary
-from ..paimon._fs import Location, resolve
 from . import _upsert_files
 
 if TYPE_CHECKING:

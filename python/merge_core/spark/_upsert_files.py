@@ -40,7 +40,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..errors import InvalidInputError
-from ..paimon._fs import Location
+from ..fs import Location
 
 #: Rows per batch read from the inputs.
 BATCH_ROWS = 65536
@@ -241,7 +241,7 @@ class Reader:
                     self.bytes_read += file.bytes_read
 
     def tagged(self, batch: pa.RecordBatch, version: int) -> pa.RecordBatch:
-        from .._inputs import null_strings_as_null
+        from ..inputs import null_strings_as_null
 
         batch = batch.select(self.plan.columns)
         if version > 0 and self.plan.null_strings:
