@@ -75,7 +75,17 @@ def merge(
     try:
         sources = as_stream_sources(runs, filesystem)
         threads = check_threads(threads)
-        return _native.merge(sources, keys, sequences, descending, row_kind, spec, algorithm, batch_size, threads)
+        options = {
+            "key": keys,
+            "sequence": sequences,
+            "descending": descending,
+            "row_kind": row_kind,
+            "merge": spec,
+            "algorithm": algorithm,
+            "batch_size": batch_size,
+            "threads": threads,
+        }
+        return _native.merge(sources, options)
     except ValueError as e:
         if isinstance(e, MergeCoreError):
             raise

@@ -1,5 +1,5 @@
 //! Runs from Python objects: Arrow C streams, and iterables of `pyarrow.RecordBatch`
-//! (`merge_core._inputs.IterableRun`), which are pulled batch by batch.
+//! (`merge_core.inputs.IterableRun`), which are pulled batch by batch.
 //!
 //! An iterable is not turned into a C stream in Python: such a stream declares one schema
 //! and hands over each batch's buffers as that schema's, so a batch of another type

@@ -12,9 +12,8 @@ mod sort;
 mod stream;
 
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 
-use crate::merge::plan::MergeOptions;
-use crate::merge::version::VersionColumns;
 use crate::read::{merge_parquet_files, run_of_parquet, Prefetch};
 use errors::to_py_err;
 use gil::guard;
@@ -23,28 +22,9 @@ use stream::PyStream;
 /// Merges sorted runs (objects with `__arrow_c_stream__`, `IterableRun`s, or paths of
 /// Parquet files, which are decoded ahead on up to `threads` workers) into a lazy stream.
 #[pyfunction]
-#[allow(clippy::too_many_arguments)] // mirrors the Python signature one to one
-#[pyo3(signature = (runs, key, sequence, descending, row_kind, merge, algorithm, batch_size, threads))]
-fn merge(
-    py: Python<'_>,
-    runs: Vec<Bound<'_, PyAny>>,
-    key: Vec<String>,
-    sequence: Vec<String>,
-    descending: bool,
-    row_kind: Option<String>,
-    merge: &Bound<'_, PyAny>,
-    algorithm: &str,
-    batch_size: usize,
-    threads: usize,
-) -> PyResult<PyStream> {
-    let options = MergeOptions {
-        key,
-        versions: VersionColumns { sequence, descending, system_sequence: None, row_kind },
-        merge: options::merge_function(merge)?,
-        algorithm: algorithm.parse().map_err(|e| to_py_err(py, e))?,
-        batch_size,
-        columns: None,
-    };
+fn merge(py: Python<'_>, runs: Vec<Bound<'_, PyAny>>, options: &Bound<'_, PyDict>) -> PyResult<PyStream> {
+    let (options, threads) = options::merge_options(py, options)?;
+    let batch_size = options.batch_size;
     let paths = runs.iter().map(inputs::parquet_path).collect::<PyResult<Option<Vec<_>>>>()?;
     if let Some(paths) = paths.filter(|paths| !paths.is_empty()) {
         let stream = guard(py, || merge_parquet_files(paths, options, threads))?;
@@ -74,6 +54,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sort::retract_refusal, m)?)?;
     m.add_function(wrap_pyfunction!(buckets::bucket_ids, m)?)?;
     m.add_function(wrap_pyfunction!(paimon::read_paimon, m)?)?;
+    m.add_class::<paimon::PlannedFile>()?;
     m.add_function(wrap_pyfunction!(buckets::paimon_bucket_ids, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

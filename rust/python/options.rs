@@ -1,16 +1,36 @@
-//! Merge-function specs from Python. The Python layer turns `"deduplicate"` or an
-//! option object (`mc.Aggregate(...)`) into a dict `{"function": name, **options}`;
-//! this is the one place that reads it.
+//! What crosses the boundary besides data: each native call's options dict, and the
+//! merge-function spec in it (the Python layer turns `"deduplicate"` or an option object,
+//! `mc.Aggregate(...)`, into a dict `{"function": name, **options}`). This is the one
+//! place that reads them.
 
+use std::path::PathBuf;
+
+use pyo3::conversion::FromPyObjectOwned;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
+use super::errors::to_py_err;
 use crate::fold::{AggFunction, AggregateField, MergeFunction, SequenceGroup};
+use crate::merge::plan::MergeOptions;
+use crate::merge::version::VersionColumns;
+use crate::read::ReadOptions;
+use crate::sort::SortOptions;
 
 fn bad(msg: String) -> PyErr {
     // Raised before any merge work; the Python wrapper re-raises it as InvalidInputError.
     PyValueError::new_err(msg)
+}
+
+/// Refuses a key of `dict` outside `known`, naming `what` has it.
+fn refuse_unknown(dict: &Bound<'_, PyDict>, what: &str, known: &[&str]) -> PyResult<()> {
+    for key in dict.keys() {
+        let key: String = key.extract()?;
+        if !known.contains(&key.as_str()) {
+            return Err(bad(format!("{what} has no option '{key}' (options: {})", known.join(", "))));
+        }
+    }
+    Ok(())
 }
 
 /// Reads a spec dict, refusing keys outside `allowed`.
@@ -21,17 +41,7 @@ struct Spec<'a, 'py> {
 
 impl<'py> Spec<'_, 'py> {
     fn check_keys(&self, allowed: &[&str]) -> PyResult<()> {
-        for key in self.dict.keys() {
-            let key: String = key.extract()?;
-            if !allowed.contains(&key.as_str()) {
-                return Err(bad(format!(
-                    "{} has no option '{key}' (options: {})",
-                    self.what,
-                    allowed.join(", ")
-                )));
-            }
-        }
-        Ok(())
+        refuse_unknown(self.dict, &self.what, allowed)
     }
 
     fn get(&self, key: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
@@ -162,4 +172,116 @@ fn aggregate_field(what: &str, field: &Bound<'_, PyAny>) -> PyResult<AggregateFi
     field.distinct = spec.flag("distinct")?;
     field.ignore_retract = spec.flag("ignore_retract")?;
     Ok(field)
+}
+
+/// The options dict of one native call (`merge`, `read_paimon`, `sort`, `SortBuffer`):
+/// every call across the boundary takes its data and one such dict, built by the Python
+/// wrapper and read here; `_native.pyi` types each as a `TypedDict`. A key the call does
+/// not know is refused, so a misspelt option never passes unread.
+struct Options<'a, 'py> {
+    dict: &'a Bound<'py, PyDict>,
+    call: &'static str,
+}
+
+impl<'a, 'py> Options<'a, 'py> {
+    fn new(dict: &'a Bound<'py, PyDict>, call: &'static str, known: &[&str]) -> PyResult<Self> {
+        refuse_unknown(dict, call, known)?;
+        Ok(Self { dict, call })
+    }
+
+    /// A value the call requires.
+    fn get<T: FromPyObjectOwned<'py>>(&self, name: &str) -> PyResult<T> {
+        let value = self.dict.get_item(name)?;
+        let value = value.ok_or_else(|| bad(format!("{} options lack '{name}'", self.call)))?;
+        value.extract::<T>().map_err(|e| bad(format!("{} option '{name}': {}", self.call, e.into())))
+    }
+
+    /// A value that may be left out (or None).
+    fn optional<T: FromPyObjectOwned<'py>>(&self, name: &str) -> PyResult<Option<T>> {
+        match self.dict.get_item(name)? {
+            Some(value) if !value.is_none() => self.get(name).map(Some),
+            _ => Ok(None),
+        }
+    }
+
+    fn merge(&self) -> PyResult<Option<MergeFunction>> {
+        self.dict.get_item("merge")?.filter(|m| !m.is_none()).map(|m| merge_function(&m)).transpose()
+    }
+
+    fn versions(&self) -> PyResult<VersionColumns> {
+        Ok(VersionColumns {
+            sequence: self.get("sequence")?,
+            descending: self.get("descending")?,
+            system_sequence: self.optional("system_sequence")?,
+            row_kind: self.optional("row_kind")?,
+        })
+    }
+}
+
+/// `_native.merge`'s options, and the threads that decode Parquet files ahead.
+pub(crate) fn merge_options(py: Python<'_>, dict: &Bound<'_, PyDict>) -> PyResult<(MergeOptions, usize)> {
+    const KNOWN: &[&str] =
+        &["key", "sequence", "descending", "row_kind", "merge", "algorithm", "batch_size", "threads"];
+    let options = Options::new(dict, "merge", KNOWN)?;
+    let algorithm: String = options.get("algorithm")?;
+    let merge = MergeOptions {
+        key: options.get("key")?,
+        versions: options.versions()?,
+        merge: options.merge()?.unwrap_or_default(),
+        algorithm: algorithm.parse().map_err(|e| to_py_err(py, e))?,
+        batch_size: options.get("batch_size")?,
+        columns: None,
+    };
+    Ok((merge, options.get("threads")?))
+}
+
+/// `_native.sort`'s and `SortBuffer`'s options (see `merge_core.inputs.sort_options`).
+pub(crate) fn sort_options(py: Python<'_>, dict: &Bound<'_, PyDict>) -> PyResult<SortOptions> {
+    const KNOWN: &[&str] = &[
+        "key",
+        "sequence",
+        "descending",
+        "system_sequence",
+        "row_kind",
+        "merge",
+        "memory_limit",
+        "spill_dir",
+        "spill_compression",
+        "max_fan_in",
+        "max_disk_size",
+        "batch_size",
+        "partial",
+    ];
+    let options = Options::new(dict, "sort", KNOWN)?;
+    let compression: String = options.get("spill_compression")?;
+    Ok(SortOptions {
+        key: options.get("key")?,
+        versions: options.versions()?,
+        merge: options.merge()?,
+        memory_limit: options.get("memory_limit")?,
+        spill_dir: options.optional::<PathBuf>("spill_dir")?,
+        compression: compression.parse().map_err(|e| to_py_err(py, e))?,
+        max_fan_in: options.get("max_fan_in")?,
+        max_disk_size: options.optional("max_disk_size")?,
+        batch_size: options.get("batch_size")?,
+        partial: options.optional("partial")?.unwrap_or(false),
+    })
+}
+
+/// `_native.read_paimon`'s options, and the figures of the plan the stream reports beside
+/// its own (`stats`).
+pub(crate) fn read_options(dict: &Bound<'_, PyDict>) -> PyResult<(ReadOptions, Vec<(String, u64)>)> {
+    const KNOWN: &[&str] =
+        &["key", "sequence", "descending", "merge", "batch_size", "columns", "threads", "stats"];
+    let options = Options::new(dict, "read_paimon", KNOWN)?;
+    let read = ReadOptions {
+        key: options.get("key")?,
+        sequence: options.get("sequence")?,
+        descending: options.get("descending")?,
+        merge: options.merge()?.unwrap_or_default(),
+        batch_size: options.get("batch_size")?,
+        columns: options.optional("columns")?,
+        threads: options.get("threads")?,
+    };
+    Ok((read, options.optional("stats")?.unwrap_or_default()))
 }

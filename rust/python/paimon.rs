@@ -6,64 +6,75 @@ use std::sync::Arc;
 
 use arrow_pyarrow::FromPyArrow;
 use arrow_schema::{ArrowError, Schema};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyDict};
 
 use super::gil::guard;
-use super::options::merge_function;
+use super::options::read_options;
 use super::stream::PyStream;
 use crate::error::MergeError;
-use crate::read::{read_sections, DataFile, Fetch, ReadOptions};
+use crate::read::{read_sections, DataFile, Fetch};
 
-/// A file as planned: (path, the file's column for each read column, deleted positions
-/// as little-endian u64 bytes, for a file off the local filesystem a callable returning
-/// its bytes).
-type PlannedFile = (PathBuf, Vec<Option<String>>, Option<Vec<u8>>, Option<Py<PyAny>>);
+/// A data file as the plan reads it: its path, the file's column for each column read
+/// (None: the column is not in the file, read as nulls), the positions a deletion vector
+/// deletes, and for a file off the local filesystem a callable returning its bytes.
+#[pyclass(frozen, module = "merge_core._native")]
+pub(crate) struct PlannedFile {
+    path: PathBuf,
+    columns: Vec<Option<String>>,
+    deleted: Vec<u64>,
+    fetch: Option<Py<PyAny>>,
+}
+
+#[pymethods]
+impl PlannedFile {
+    /// `deleted`: the deleted positions as little-endian u64s.
+    #[new]
+    #[pyo3(signature = (path, columns, deleted = None, fetch = None))]
+    fn new(
+        path: PathBuf,
+        columns: Vec<Option<String>>,
+        deleted: Option<&[u8]>,
+        fetch: Option<Py<PyAny>>,
+    ) -> PyResult<Self> {
+        let deleted = deleted.unwrap_or_default();
+        if !deleted.len().is_multiple_of(8) {
+            return Err(PyValueError::new_err("deleted positions must be little-endian u64s"));
+        }
+        let deleted =
+            deleted.chunks_exact(8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes"))).collect();
+        Ok(Self { path, columns, deleted, fetch })
+    }
+}
+
+impl PlannedFile {
+    fn data_file(&self, py: Python<'_>) -> DataFile {
+        DataFile {
+            path: self.path.clone(),
+            fetch: self.fetch.as_ref().map(|f| fetcher(f.clone_ref(py))),
+            columns: self.columns.clone(),
+            deleted: self.deleted.clone(),
+            of_table: true,
+            ..DataFile::default()
+        }
+    }
+}
 
 /// Merges each section (a list of runs, each a list of files) of a Paimon read.
 #[pyfunction]
-#[allow(clippy::too_many_arguments)] // mirrors the Python call one to one
-#[pyo3(signature = (schema, sections, key, sequence, descending, merge, batch_size, columns, threads, stats))]
 pub(crate) fn read_paimon(
     py: Python<'_>,
     schema: &Bound<'_, PyAny>,
-    sections: Vec<Vec<Vec<PlannedFile>>>,
-    key: Vec<String>,
-    sequence: Vec<String>,
-    descending: bool,
-    merge: &Bound<'_, PyAny>,
-    batch_size: usize,
-    columns: Vec<String>,
-    threads: usize,
-    stats: Vec<(String, u64)>,
+    sections: Vec<Vec<Vec<Py<PlannedFile>>>>,
+    options: &Bound<'_, PyDict>,
 ) -> PyResult<PyStream> {
     let schema = Arc::new(Schema::from_pyarrow_bound(schema)?);
+    let (options, stats) = read_options(options)?;
     let sections = sections
-        .into_iter()
-        .map(|runs| {
-            runs.into_iter()
-                .map(|files| {
-                    let files = files.into_iter().map(|(path, columns, deleted, fetch)| DataFile {
-                        path,
-                        fetch: fetch.map(fetcher),
-                        columns,
-                        deleted: deleted.map_or_else(Vec::new, |bytes| {
-                            bytes
-                                .chunks_exact(8)
-                                .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
-                                .collect()
-                        }),
-                        of_table: true,
-                        ..DataFile::default()
-                    });
-                    files.collect()
-                })
-                .collect()
-        })
+        .iter()
+        .map(|runs| runs.iter().map(|files| files.iter().map(|f| f.get().data_file(py)).collect()).collect())
         .collect();
-    let merge = merge_function(merge)?;
-    let options =
-        ReadOptions { key, sequence, descending, merge, batch_size, columns: Some(columns), threads };
     let stream = guard(py, || read_sections(schema, sections, options))?;
     Ok(PyStream::new(stream).with_extra_stats(stats))
 }

@@ -12,39 +12,13 @@ use pyo3::types::PyDict;
 use super::errors::to_py_err;
 use super::gil::{guard, release};
 use super::inputs::read_run;
-use super::options::merge_function;
+use super::options::sort_options;
 use super::stream::PyStream;
 use crate::error::MergeError;
 use crate::merge::run::Run;
-use crate::merge::version::{RowKind, VersionColumns};
+use crate::merge::version::RowKind;
 use crate::read::{run_of_parquet, Prefetch};
-use crate::sort::{SortBuffer, SortOptions};
-
-/// The options dict built by the Python wrapper (`merge_core._sort._native_options`).
-fn sort_options(py: Python<'_>, options: &Bound<'_, PyDict>) -> PyResult<SortOptions> {
-    let get = |name: &str| -> PyResult<Bound<'_, PyAny>> {
-        options.get_item(name)?.ok_or_else(|| PyValueError::new_err(format!("sort options lack '{name}'")))
-    };
-    let merge = get("merge")?;
-    let compression: String = get("spill_compression")?.extract()?;
-    Ok(SortOptions {
-        key: get("key")?.extract()?,
-        versions: VersionColumns {
-            sequence: get("sequence")?.extract()?,
-            descending: get("descending")?.extract()?,
-            system_sequence: get("system_sequence")?.extract()?,
-            row_kind: get("row_kind")?.extract()?,
-        },
-        merge: if merge.is_none() { None } else { Some(merge_function(&merge)?) },
-        memory_limit: get("memory_limit")?.extract()?,
-        spill_dir: get("spill_dir")?.extract::<Option<PathBuf>>()?,
-        compression: compression.parse().map_err(|e| to_py_err(py, e))?,
-        max_fan_in: get("max_fan_in")?.extract()?,
-        max_disk_size: get("max_disk_size")?.extract()?,
-        batch_size: get("batch_size")?.extract()?,
-        partial: options.get_item("partial")?.map_or(Ok(false), |v| v.extract())?,
-    })
-}
+use crate::sort::SortBuffer;
 
 /// Feeds every batch of `run` into `buffer`; the work runs without the GIL and
 /// KeyboardInterrupt is checked between batches.

@@ -39,7 +39,7 @@ from ._merge_options import PaimonMerge, merge_from_paimon_options, paimon_optio
 from ._meta import DataFile, Snapshot, latest_snapshot_id, live_entries, live_files, snapshot_ids
 from ._options import bool_option, int_option
 from ._paths import Layout, file_name
-from ._plan import SEQUENCE_NUMBER, VALUE_KIND, Plan, Planner, Split
+from ._plan import SEQUENCE_NUMBER, VALUE_KIND, FileRead, Plan, Planner, Split
 from ._schema import THIN_MODE, TableSchema, load_schema, schema_ids, schema_json
 from ._travel import load_tag, snapshot_to_read
 from ._validation import check_new, check_stored
@@ -573,27 +573,23 @@ class Table:
             + [pa.field(SEQUENCE_NUMBER, pa.int64(), False), pa.field(VALUE_KIND, pa.int8(), False)]
         )
         store = self._root.store
-        groups = [
-            [
-                [(store.display(f.path), list(f.columns), _positions(f.deleted), _fetcher(store, f.path)) for f in run]
-                for run in section.runs
-            ]
+        sections = [
+            [[_planned(store, f) for f in run] for run in section.runs]
             for split in splits
             for section in split.sections
         ]
         setup = self._setup
-        return _native.read_paimon(
-            read_schema,
-            groups,
-            list(schema.trimmed_keys),
-            list(setup.sequence),
-            setup.sequence_order == "descending",
-            merge_spec(setup.merge),
-            batch_size,
-            columns,
-            threads,
-            list(stats.items()),
-        )
+        options = {
+            "key": list(schema.trimmed_keys),
+            "sequence": list(setup.sequence),
+            "descending": setup.sequence_order == "descending",
+            "merge": merge_spec(setup.merge),
+            "batch_size": batch_size,
+            "columns": columns,
+            "threads": threads,
+            "stats": list(stats.items()),
+        }
+        return _native.read_paimon(read_schema, sections, options)
 
 
 def _check_names(messages: Sequence[CommitMessage]) -> None:
@@ -609,6 +605,10 @@ def _checked_schema(root: Location, schema_id: int) -> TableSchema:
     schema = load_schema(root, schema_id)
     check_stored(schema, str(root / "schema" / f"schema-{schema_id}"))
     return schema
+
+
+def _planned(store: Store, f: FileRead) -> _native.PlannedFile:
+    return _native.PlannedFile(store.display(f.path), list(f.columns), _positions(f.deleted), _fetcher(store, f.path))
 
 
 def _fetcher(store: Store, path: str) -> Callable[[], bytes] | None:
