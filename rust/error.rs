@@ -3,7 +3,7 @@
 //! Variants say *whose fault* an error is, because the Python layer maps them onto
 //! exception classes by that: bad input is a `ValueError`, disk trouble an `OSError`.
 
-use arrow_schema::ArrowError;
+use arrow_schema::{ArrowError, Schema};
 
 /// Everything that can go wrong inside merge-core.
 #[derive(Debug, thiserror::Error)]
@@ -37,6 +37,21 @@ impl MergeError {
             .or_else(|| panic.downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "unknown panic".into());
         MergeError::Internal(format!("panic: {what}"))
+    }
+}
+
+/// Schema metadata of a batch decoded from a table's data file: the file's path. The read
+/// marks the batches it decodes; the merge, which knows nothing of files, blames them.
+pub(crate) const TABLE_FILE: &str = "merge_core:table_file";
+
+/// `error`, about a batch of `schema`: for a batch of a table's data file, the table's
+/// damage, naming the file; any other error as it is.
+pub(crate) fn blame(schema: &Schema, error: MergeError) -> MergeError {
+    match (error, schema.metadata().get(TABLE_FILE)) {
+        (MergeError::InvalidInput(what), Some(path)) => {
+            MergeError::CorruptTable(format!("data file {path}: {what}"))
+        }
+        (error, _) => error,
     }
 }
 

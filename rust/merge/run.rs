@@ -16,10 +16,9 @@ use super::version::{
     check_row_kind_type, compare_versions, first_null, BatchVersions, SequenceOrder, SequenceType,
     VersionColumns,
 };
-use crate::error::{invalid, Result, RowLocation};
+use crate::error::{blame, invalid, Result, RowLocation};
 use crate::fold::value::ColumnView;
 use crate::keys::{KeyEncoder, KeyValues};
-use crate::read::files::blame;
 
 /// A run's batches, in key order.
 pub type BatchIter = Box<dyn Iterator<Item = Result<RecordBatch, ArrowError>> + Send>;

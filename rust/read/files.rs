@@ -29,7 +29,7 @@ use parquet::arrow::ProjectionMask;
 use parquet::file::reader::ChunkReader;
 
 use super::key_range::{first_not_below, KeyRange};
-use crate::error::MergeError;
+use crate::error::{MergeError, TABLE_FILE};
 use crate::merge::run::Run;
 
 /// Fetches the whole of a file that is not on the local filesystem.
@@ -66,23 +66,9 @@ pub struct DataFile {
     pub shared: Option<(Arc<SharedZones>, Side)>,
     /// The file is a table's: rows that break the merge's contract (unsorted keys, a
     /// null key) mean the table is damaged, not that the caller's input is wrong; an
-    /// error about them names the file (see [`blame`]). A caller's file is named by the
+    /// error about them names the file (see [`crate::error::blame`]). A caller's file is named by the
     /// caller, who knows which run it gave.
     pub of_table: bool,
-}
-
-/// Schema metadata of a batch decoded from a table's data file: the file's path.
-const TABLE_FILE: &str = "merge_core:table_file";
-
-/// `error`, about a batch of `schema`: for a batch of a table's data file, the table's
-/// damage, naming the file; any other error as it is.
-pub(crate) fn blame(schema: &Schema, error: MergeError) -> MergeError {
-    match (error, schema.metadata().get(TABLE_FILE)) {
-        (MergeError::InvalidInput(what), Some(path)) => {
-            MergeError::CorruptTable(format!("data file {path}: {what}"))
-        }
-        (error, _) => error,
-    }
 }
 
 /// Which side of a cut a key range lies on.
@@ -502,7 +488,7 @@ fn selection(deleted: &[u64], wanted: Range<u64>, rows: u64) -> Result<RowSelect
     Ok(selectors.into())
 }
 
-/// The read's schema; a table's file is named in its metadata (see [`blame`]).
+/// The read's schema; a table's file is named in its metadata (see [`crate::error::blame`]).
 fn marked(schema: &SchemaRef, file: &DataFile) -> SchemaRef {
     if !file.of_table {
         return Arc::clone(schema);
