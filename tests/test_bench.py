@@ -71,11 +71,11 @@ def test_bench_command_writes_a_checked_report(tmp_path):
     assert re.fullmatch(r"[\d.]+", floor[1]) and floor[5] == "n/a", floor
     assert upsert["merge-core Table.read (8 buckets, 11 commits)"][3] == "1.00x"
     assert all(re.fullmatch(r"[\d.]+", r[6]) for r in upsert.values() if r[1][0].isdigit() and "Spark" not in r[0])
-    for label in ("sorted by key", "unsorted"):  # #21: each input byte read once, at 8 and 64 buckets
+    for label in ("sorted by key", "unsorted"):  # each input byte read once, at 8 and 64 buckets
         found = re.search(rf"- inputs {label}: 8 buckets ([\d.]+) .*, 64 buckets ([\d.]+) ", report)
         assert found and all(float(ratio) <= 1.1 for ratio in found.groups()), label
     floor = re.search(r"Spark SQL ([\d.]+) s .*`upsert` ([\d.]+) s .*alone, nothing done after it, ([\d.]+) s", report)
-    assert floor and all(float(seconds) > 0 for seconds in floor.groups()), report  # #21: the shuffle path's floor
+    assert floor and all(float(seconds) > 0 for seconds in floor.groups()), report  # the shuffle path's floor
     spark = {r[0]: r for r in table_rows(report, SECTIONS["spark"])}
     assert all(re.fullmatch(r"[\d.]+", r[6]) for r in spark.values()), spark  # CPU seconds of the process tree
     assert os.listdir(scratch) == [], "the bench left temporary files"

@@ -1,4 +1,4 @@
-"""The CCF BDCI 2022 upsert (seed 003) expressed with mc.Aggregate, against DuckDB SQL.
+"""The CCF BDCI 2022 upsert expressed with mc.Aggregate, against DuckDB SQL.
 
 Rules: requests are summed; ip, hostname, city, job, phonenum take the newest non-null
 value; so does name, where in versions after the first the string 'null' counts as null.

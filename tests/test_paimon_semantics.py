@@ -253,7 +253,7 @@ def test_listagg_delimiters():
 
 def test_a_lone_retract_passes_through_and_a_read_drops_it():
     """The reducer passes a single version through untouched: no function sees it, so
-    no function can refuse it (the bug of issue 17)."""
+    no function can refuse it (a lone -U under max failed the merge: "cannot take a retract")."""
     t = pa.table({"k": [1, 2], "a": [5, 6], "op": ["-U", "+I"]})
     for merge in [mc.Aggregate({"a": "max"}), mc.Aggregate({"a": "product"}), "first-row", "partial-update"]:
         assert mc.merge([t], key="k", row_kind="op", merge=merge).read_all().to_pydict() == {

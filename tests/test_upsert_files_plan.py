@@ -1,4 +1,4 @@
-"""upsert_files's plan (#21, each input byte read once), its two stages run here in one
+"""upsert_files's plan (each input byte read once), its two stages run here in one
 process: every row group is read by one task, every version of a key reaches one
 destination, and the result does not depend on the number of destinations."""
 

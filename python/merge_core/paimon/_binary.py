@@ -1,5 +1,6 @@
 """Paimon's BinaryRow: the bytes of a row of fixed 8-byte slots that manifests use for
-partition values, min/max keys and statistics, and whose hash picks a key's bucket.
+partition values, min/max keys and statistics. (A key's bucket is the hash of the same
+bytes, computed in Rust: ``rust/bucket/binary_row.rs``.)
 
 Layout: a header of ``((arity + 63 + 8) // 64) * 8`` bytes (byte 0 the row kind, then one
 null bit per field from bit 8 on, least significant first), one 8-byte little-endian
