@@ -133,7 +133,7 @@ def paimon_options(
         out[f"fields.{name}.aggregate-function"] = f["function"]
         _field_options(out, name, f)
     default = spec.get("default")
-    if function == "aggregate" and default != "last_non_null_value":
+    if function == "aggregate" and default not in (None, "last_non_null_value"):
         out["fields.default-aggregate-function"] = default
     if function == "partial-update" and default is not None:
         default = {"function": default} if isinstance(default, str) else default
