@@ -147,3 +147,20 @@ def test_cpu_seconds_are_shown_where_measured():
     assert rows["merge-core"][6] == "1.50" and rows["jvm"][6] == "n/a"
     unmeasured = Section("u", "U", [], [Run("merge-core", 1.0, 10)])
     assert "CPU seconds" not in "\n".join(_report.section_text(unmeasured, None))
+
+
+def test_the_bench_installs_only_the_peers_of_its_extra_that_are_missing():
+    """The demo's set-up leaves the bench's peers out; the bench installs those missing."""
+    from merge_core.cli.bench import missing_requirements
+
+    requirements = [
+        "pyarrow>=15",
+        'duckdb>=1.0; extra == "bench"',
+        "polars>=1.0 ; extra == 'bench'",
+        'pytest>=8; extra == "test"',
+        'pandas<3,>=2.2; extra == "bench" or extra == "spark"',
+    ]
+    present = {"polars"}
+    got = missing_requirements(requirements, lambda name: name in present, "bench")
+    assert got == ["duckdb>=1.0", "pandas<3,>=2.2"]
+    assert missing_requirements(requirements, lambda name: True, "bench") == []

@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import re
+import subprocess
+import sys
+from collections.abc import Callable, Iterable
+from importlib import metadata
 
 from ..bench import SUITES
 from .common import add_command, check_positive
@@ -23,7 +28,46 @@ merge-core bench --scale full --only sort --out /tmp/report
     p.add_argument("--only", action="append", choices=SUITES, metavar="SUITE", help=f"run only these: {SUITES}")
     p.add_argument("--repeat", type=int, default=None, help="runs of each timing (default: by scale)")
     p.add_argument("--master", default="local[2]", help="Spark master for the Spark suites")
+    p.add_argument(
+        "--no-install",
+        action="store_true",
+        help="do not install missing peers (the 'bench' extra) first; a missing peer's rows say it was skipped",
+    )
     p.set_defaults(run=cmd_bench)
+
+
+def missing_requirements(requirements: Iterable[str], installed: Callable[[str], bool], extra: str) -> list[str]:
+    """The requirements of ``extra`` (as package metadata writes them, ``name>=1; extra ==
+    "bench"``) whose distribution is not installed, without their markers."""
+    missing = []
+    for requirement in requirements:
+        spec, _, marker = requirement.partition(";")
+        if re.search(rf"""extra\s*==\s*["']{re.escape(extra)}["']""", marker) is None:
+            continue
+        name = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", spec)
+        if name and not installed(name.group(1)):
+            missing.append(spec.strip())
+    return missing
+
+
+def _installed(name: str) -> bool:
+    try:
+        metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return False
+    return True
+
+
+def install_missing_peers() -> None:
+    """Installs what the ``bench`` extra lists and this environment lacks: the demo's set-up
+    leaves the peers out (they are large), so the bench brings them the first time."""
+    missing = missing_requirements(metadata.requires("merge-core") or [], _installed, "bench")
+    if not missing:
+        return
+    print(f"installing the peers merge-core bench compares with: {', '.join(missing)} ...", file=sys.stderr)
+    done = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", *missing], check=False)
+    if done.returncode != 0:
+        print("  could not install them: their rows will say they were skipped", file=sys.stderr)
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -31,6 +75,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     if args.repeat is not None:
         check_positive(args.repeat, "--repeat")
+    if not args.no_install:
+        install_missing_peers()
     command = " ".join(["merge-core bench", f"--scale {args.scale}", *(f"--only {s}" for s in args.only or [])])
     report_path = run(args.scale, args.out, args.only, args.master, args.repeat, command)
     print(f"report: {report_path}")
