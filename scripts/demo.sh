@@ -3,5 +3,5 @@
 # Spark's) go to .venv/logs/; a failing step names its log.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+bash scripts/setup.sh spark
 MERGE_CORE_LOG_DIR="$PWD/.venv/logs" .venv/bin/merge-core demo "$@"

@@ -3,7 +3,7 @@
 # pytest (with the examples in the package's docstrings).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+bash scripts/setup.sh test,bench
 cargo fmt --check
 cargo clippy --all-targets --features python -- -D warnings
 .venv/bin/ruff check python tests benches
