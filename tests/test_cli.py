@@ -436,3 +436,41 @@ def test_an_aggregation_table_without_functions_takes_paimons_default(tmp_path):
         assert run("table", "read", lake, "-o", out).returncode == 0
         got = pq.read_table(out).sort_by("id").to_pylist()
         assert got == [{"id": k, "n": n, "s": s} for k, (n, s) in sorted(want.items())]
+
+
+def test_one_spelling_of_aggregation_for_merge_upsert_and_table_create(tmp_path):
+    """`--agg COL=FUNC` and `--agg-default FUNC` mean the same on every command that folds:
+    merge, upsert (which had --sum/--newest-non-null) and table create (which had none), and
+    each gives the rows of a plain-Python fold."""
+    versions = [
+        {"id": [1, 2, 3], "n": [1, 10, 5], "s": ["a", "b", "c"]},
+        {"id": [1, 3], "n": [2, None], "s": [None, "C"]},
+    ]
+    files = []
+    for i, version in enumerate(versions):
+        files.append(str(tmp_path / f"{i}.parquet"))
+        pq.write_table(pa.table(version), files[-1])
+    want: dict[int, tuple] = {}
+    for version in versions:  # n summed (a null adds nothing), s the newest value, null or not
+        for key, n, s in zip(version["id"], version["n"], version["s"], strict=True):
+            old_n = want.get(key, (None, None))[0]
+            want[key] = (n if old_n is None else old_n if n is None else old_n + n, s)
+    expected = [{"id": k, "n": n, "s": s} for k, (n, s) in sorted(want.items())]
+    spelling = ["--agg", "n=sum", "--agg-default", "last_value"]
+
+    merged = str(tmp_path / "merged.parquet")
+    assert run("merge", *files, "-k", "id", *spelling, "-o", merged).returncode == 0
+    lake = str(tmp_path / "lake")
+    created = run("table", "create", lake, "--like", files[0], "-k", "id", *spelling)
+    assert created.returncode == 0, created.stderr
+    for f in files:
+        assert run("table", "write", lake, f).returncode == 0
+    read = str(tmp_path / "read.parquet")
+    assert run("table", "read", lake, "-o", read).returncode == 0
+    upserted = str(tmp_path / "upserted")
+    result = run("upsert", *files, "-o", upserted, "-k", "id", *spelling, "--master", "local[1]")
+    assert result.returncode == 0, result.stderr
+    for out in (merged, read, upserted):
+        assert pq.read_table(out).sort_by("id").to_pylist() == expected, out
+    gone = run("upsert", *files, "-o", str(tmp_path / "o2"), "-k", "id", "--sum", "n")
+    assert gone.returncode == 2 and "--sum" in gone.stderr

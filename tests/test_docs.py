@@ -90,6 +90,9 @@ def test_the_demo_prints_what_the_readme_shows(tmp_path):
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
     assert list(tmp_path.glob("spark-*.log"))
+    steps = result.stdout[: result.stdout.index("What ran:")]
+    assert re.search(r"^generating the data: .* \.\.\. done \(\d+ s\)$", steps, re.M), steps
+    assert re.search(r"^starting Spark \(.*\) \.\.\. done \(\d+ s\)$", steps, re.M), steps
     report = result.stdout[result.stdout.index("What ran:") :]
     assert shape(report) == shape(shown), report
 

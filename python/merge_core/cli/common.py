@@ -24,6 +24,56 @@ import merge_core as mc
 from ..inputs import parse_size
 
 MERGE_FUNCTIONS = ["deduplicate", "first-row", "partial-update", "aggregate", "none"]
+AGGREGATE_FUNCTIONS = (
+    "sum, product, min, max, last_value, last_non_null_value, first_value, first_non_null_value, listagg,"
+    " bool_and, bool_or, collect, merge_map"
+)
+
+
+def add_merge_options(p: argparse.ArgumentParser, functions: list[str]) -> None:
+    """--merge, --agg COL=FUNC and --agg-default: how every command that folds says how
+    (read back by :func:`merge_option`)."""
+    p.add_argument(
+        "--merge",
+        default=None,
+        choices=functions,
+        help="how the versions of a key fold (default: deduplicate, the newest wins; aggregate with --agg)",
+    )
+    p.add_argument(
+        "--agg",
+        action="append",
+        default=[],
+        metavar="COL=FUNC",
+        help=f"aggregate column COL with FUNC ({AGGREGATE_FUNCTIONS}); repeat for several; implies --merge aggregate",
+    )
+    p.add_argument(
+        "--agg-default",
+        default="last_non_null_value",
+        metavar="FUNC",
+        help="with --merge aggregate or --agg: the function of the columns no --agg names",
+    )
+
+
+def merge_option(args: argparse.Namespace, schemas: Iterable[tuple[str, pa.Schema]]) -> mc.MergeSpec:
+    """The merge the options of :func:`add_merge_options` ask for, its columns checked
+    against each (file, schema) of ``schemas``."""
+    if not args.agg:
+        if args.agg_default != "last_non_null_value" and args.merge != "aggregate":
+            raise UserError("--agg-default needs --merge aggregate or --agg COL=FUNC options")
+        if args.merge == "aggregate":
+            return mc.Aggregate(default=args.agg_default)
+        return args.merge or "deduplicate"
+    if args.merge not in (None, "aggregate"):
+        raise UserError(f"--agg sets per-column aggregate functions; it cannot be used with --merge {args.merge}")
+    fields: dict[str, str] = {}
+    for item in args.agg:
+        column, sep, function = item.partition("=")
+        if not sep or not column or not function:
+            raise UserError(f"--agg takes COL=FUNC (like requests=sum), got {item!r}")
+        fields[column] = function
+    for path, schema in schemas:
+        check_columns(fields, "--agg", schema, path)
+    return mc.Aggregate(fields=fields, default=args.agg_default)
 
 
 #: The smallest --memory a command accepts: below it a sort spills a run every few rows.

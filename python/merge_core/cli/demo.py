@@ -4,8 +4,11 @@ pipelines and by Spark SQL, timed, checked equal, and told in words."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import tempfile
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from .common import (
@@ -56,8 +59,6 @@ merge-core demo --rows 1000000 --repeat 3 --master 'local[4]'
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    import time
-
     import merge_core.spark as mcs
 
     from .. import contest
@@ -68,15 +69,15 @@ def cmd_demo(args: argparse.Namespace) -> int:
         raise UserError(f"--increments must be 0 or more, got {args.increments}")
     with tempfile.TemporaryDirectory(prefix="merge-core-demo-") as tmp, Progress() as progress:
         files = args.increments + 1
-        step(
+        with step(
             f"generating the data: a base file of {args.rows:,} rows and {plural(args.increments, 'increment')}"
-            f" of {args.rows // 5:,} rows ({files} Parquet files) ..."
-        )
-        paths = contest.generate(os.path.join(tmp, "data"), args.rows, args.increments, args.seed)
-        total = contest.total_rows(paths)
-        step(f"starting Spark ({args.master}) ...")
-        spark = start_spark(args.master)
-        step(f"running each pipeline {plural(args.repeat, 'time')}, one after the other, on Spark {spark.version} ...")
+            f" of {args.rows // 5:,} rows ({files} Parquet files)"
+        ):
+            paths = contest.generate(os.path.join(tmp, "data"), args.rows, args.increments, args.seed)
+            total = contest.total_rows(paths)
+        with step(f"starting Spark ({args.master})"):
+            spark = start_spark(args.master)
+        print(f"running each pipeline {plural(args.repeat, 'time')}, one after the other, on Spark {spark.version} ...")
         versions = [spark.read.parquet(p) for p in paths]
         jobs = {
             "merge-core upsert_files": lambda out: mcs.upsert_files(spark, paths, out, "uuid", **contest.CONTEST),
@@ -105,8 +106,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0 if same else 1
 
 
-def step(text: str) -> None:
-    print(text, flush=True)
+@contextlib.contextmanager
+def step(text: str) -> Iterator[None]:
+    """``text ... done (N s)`` on one line, around a step that prints nothing itself."""
+    start = time.perf_counter()
+    print(f"{text} ... ", end="", flush=True)
+    yield
+    print(f"done ({time.perf_counter() - start:.0f} s)", flush=True)
 
 
 def report(timings: list[Timing], total: int, files: int, rows: int, same: bool, version: str, args) -> str:

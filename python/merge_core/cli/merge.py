@@ -4,18 +4,17 @@ from __future__ import annotations
 
 import argparse
 
-import pyarrow.parquet as pq
-
 import merge_core as mc
 
 from .common import (
     MERGE_FUNCTIONS,
     Progress,
-    UserError,
     add_command,
+    add_merge_options,
     check_columns,
     check_no_null_keys,
     check_output,
+    merge_option,
     open_parquet,
     summary,
     write_stream,
@@ -35,27 +34,7 @@ merge-core merge a.parquet b.parquet -k id --agg requests=sum --agg last_seen=ma
     )
     p.add_argument("runs", nargs="+", metavar="RUN", help="a Parquet file sorted by the key; oldest run first")
     p.add_argument("-k", "--key", required=True, action="append", help="key column (repeat for several)")
-    p.add_argument(
-        "--merge",
-        default=None,
-        choices=MERGE_FUNCTIONS,
-        help="how the versions of a key fold (default: deduplicate, the newest wins; aggregate with --agg)",
-    )
-    p.add_argument(
-        "--agg",
-        action="append",
-        default=[],
-        metavar="COL=FUNC",
-        help="aggregate column COL with FUNC (sum, product, min, max, last_value, last_non_null_value, first_value,"
-        " first_non_null_value, listagg, bool_and, bool_or, collect, merge_map); repeat for several; implies"
-        " --merge aggregate",
-    )
-    p.add_argument(
-        "--agg-default",
-        default="last_non_null_value",
-        metavar="FUNC",
-        help="with --agg: the function of the columns no --agg names",
-    )
+    add_merge_options(p, MERGE_FUNCTIONS)
     p.add_argument(
         "--algorithm",
         default="loser-tree",
@@ -66,32 +45,13 @@ merge-core merge a.parquet b.parquet -k id --agg requests=sum --agg last_seen=ma
     p.set_defaults(run=cmd_merge)
 
 
-def merge_option(args: argparse.Namespace, schema_of: list[tuple[str, pq.ParquetFile]] | None = None) -> mc.MergeSpec:
-    """--merge, or an aggregation built from --agg COL=FUNC options."""
-    if not getattr(args, "agg", None):
-        if getattr(args, "agg_default", None) not in (None, "last_non_null_value"):
-            raise UserError("--agg-default needs --agg COL=FUNC options (or use --merge aggregate alone)")
-        return args.merge or "deduplicate"
-    if args.merge not in (None, "aggregate"):
-        raise UserError(f"--agg sets per-column aggregate functions; it cannot be used with --merge {args.merge}")
-    fields: dict[str, str] = {}
-    for item in args.agg:
-        column, sep, function = item.partition("=")
-        if not sep or not column or not function:
-            raise UserError(f"--agg takes COL=FUNC (like requests=sum), got {item!r}")
-        fields[column] = function
-    for path, parquet in schema_of or []:
-        check_columns(fields, "--agg", parquet.schema_arrow, path)
-    return mc.Aggregate(fields=fields, default=args.agg_default)
-
-
 def cmd_merge(args: argparse.Namespace) -> int:
     files = [(p, open_parquet(p, "RUN")) for p in args.runs]
     for path, parquet in files:
         check_columns(args.key, "--key", parquet.schema_arrow, path)
         check_no_null_keys(parquet, args.key, path)
     check_output(args.output, args.runs)
-    merge = merge_option(args, files)
+    merge = merge_option(args, [(path, parquet.schema_arrow) for path, parquet in files])
     total = sum(f.metadata.num_rows for _, f in files)
     with Progress() as progress:
         progress.phase("merging", total)

@@ -18,12 +18,14 @@ from .common import (
     UserError,
     add_command,
     add_memory_option,
+    add_merge_options,
     add_null_string_option,
     check_columns,
     check_no_null_keys,
     check_output,
     check_positive,
     human_bytes,
+    merge_option,
     open_parquet,
     parquet_batches,
     parse_memory,
@@ -94,12 +96,7 @@ def add_command_to(commands: argparse._SubParsersAction) -> None:
         "--partition-by", action="append", default=[], metavar="COL", help="partition column (repeat for several)"
     )
     p.add_argument("--buckets", type=int, default=4, help="buckets per partition (1 to 65536)")
-    p.add_argument(
-        "--merge",
-        default="deduplicate",
-        choices=["deduplicate", "first-row", "partial-update", "aggregate"],
-        help="how the versions of a key fold",
-    )
+    add_merge_options(p, ["deduplicate", "first-row", "partial-update", "aggregate"])
     p.add_argument("--preset", choices=["contest"], help="the contest's rules: requests summed, others newest non-null")
     p.add_argument(
         "--sequence", action="append", default=[], metavar="COL", help="column ordering the versions of a key"
@@ -180,7 +177,7 @@ def cmd_create(args: argparse.Namespace) -> int:
     for flag, names in (("--key", args.key), ("--partition-by", args.partition_by), ("--sequence", args.sequence)):
         check_columns(names, flag, schema, args.like)
     check_positive(args.buckets, "--buckets", 65536)
-    merge = contest.CONTEST_MERGE if args.preset == "contest" else args.merge
+    merge = contest.CONTEST_MERGE if args.preset == "contest" else merge_option(args, [(args.like, schema)])
     options = dict(_key_value(item, "--option KEY=VALUE") for item in args.option)
     table = mc.Table.create(
         args.path,

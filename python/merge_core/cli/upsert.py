@@ -6,6 +6,8 @@ import argparse
 import os
 import shutil
 
+import pyarrow as pa
+
 import merge_core as mc
 
 from .. import contest
@@ -15,10 +17,12 @@ from .common import (
     UserError,
     add_command,
     add_memory_option,
+    add_merge_options,
     add_null_string_option,
     check_columns,
     check_no_null_keys,
     check_positive,
+    merge_option,
     open_parquet,
     parse_memory,
     plural,
@@ -35,7 +39,7 @@ def add_command_to(commands: argparse._SubParsersAction) -> None:
         "upsert versioned Parquet files (oldest first) on Spark with merge-core, into Parquet parts",
         """
 merge-core upsert data/*.parquet -o merged/ --key uuid --preset contest
-merge-core upsert v1.parquet v2.parquet -o merged/ -k id --sum clicks --newest-non-null --master 'local[4]'
+merge-core upsert v1.parquet v2.parquet -o merged/ -k id --agg clicks=sum --master 'local[4]'
 """,
     )
     p.add_argument("inputs", nargs="+", metavar="IN", help="Parquet files, oldest version first")
@@ -44,18 +48,7 @@ merge-core upsert v1.parquet v2.parquet -o merged/ -k id --sum clicks --newest-n
     )
     p.add_argument("-k", "--key", required=True, action="append", help="key column (repeat for several)")
     p.add_argument("--preset", choices=["contest"], help="the contest's rules: requests summed, others newest non-null")
-    p.add_argument(
-        "--merge",
-        default="deduplicate",
-        choices=MERGE_FUNCTIONS[:-1],
-        help="how the versions of a key fold, when no --preset or column rule is given",
-    )
-    p.add_argument(
-        "--sum", action="append", default=[], metavar="COL", help="sum column COL (others: newest non-null value)"
-    )
-    p.add_argument(
-        "--newest-non-null", action="store_true", help="every column but --sum ones takes its newest non-null"
-    )
+    add_merge_options(p, MERGE_FUNCTIONS[:-1])
     add_null_string_option(p, "versions after the first")
     add_memory_option(p, "sort memory of each Spark task")
     p.add_argument(
@@ -66,17 +59,13 @@ merge-core upsert v1.parquet v2.parquet -o merged/ -k id --sum clicks --newest-n
     p.set_defaults(run=cmd_upsert)
 
 
-def _upsert_options(args: argparse.Namespace, columns: list[str]) -> dict:
+def _upsert_options(args: argparse.Namespace, first: tuple[str, pa.Schema]) -> dict:
     if args.preset == "contest":
-        missing = [c for c in ("requests", "name") if c not in columns]
+        missing = [c for c in ("requests", "name") if c not in first[1].names]
         if missing:
             raise UserError(f"--preset contest needs the contest's columns; the inputs lack {', '.join(missing)}")
         return dict(contest.CONTEST)
-    merge: mc.MergeSpec = args.merge
-    if args.sum or args.newest_non_null:
-        fields = {c: "sum" for c in args.sum}
-        merge = mc.Aggregate(fields=fields, default="last_non_null_value")
-    return {"merge": merge, "null_strings": args.null_string}
+    return {"merge": merge_option(args, [first]), "null_strings": args.null_string}
 
 
 def cmd_upsert(args: argparse.Namespace) -> int:
@@ -89,7 +78,6 @@ def cmd_upsert(args: argparse.Namespace) -> int:
         schema = parquet.schema_arrow
         check_columns(args.key, "--key", schema, path)
         check_no_null_keys(parquet, args.key, path)
-        check_columns(args.sum, "--sum", schema, path)
         check_columns(args.null_string, "--null-string", schema, path)
         if sorted(schema.names) != sorted(first.names):
             raise UserError(
@@ -103,7 +91,7 @@ def cmd_upsert(args: argparse.Namespace) -> int:
         raise UserError(f"-o {args.output} holds inputs: choose another output directory")
     if os.path.exists(args.output) and not os.path.isdir(args.output):
         raise UserError(f"-o {args.output} is a file: give a directory for the output's Parquet parts")
-    options = _upsert_options(args, first.names)
+    options = _upsert_options(args, (first_path, first))
     if os.path.isdir(args.output) and os.listdir(args.output):
         if not args.overwrite:
             raise UserError(f"-o {args.output} is not empty (pass --overwrite to replace it)")
