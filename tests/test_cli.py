@@ -474,3 +474,35 @@ def test_one_spelling_of_aggregation_for_merge_upsert_and_table_create(tmp_path)
         assert pq.read_table(out).sort_by("id").to_pylist() == expected, out
     gone = run("upsert", *files, "-o", str(tmp_path / "o2"), "-k", "id", "--sum", "n")
     assert gone.returncode == 2 and "--sum" in gone.stderr
+
+
+def test_a_row_kind_column_is_not_table_data(tmp_path):
+    """`table create --like F --row-kind op` leaves op out of the table (Paimon keeps a
+    row's kind as _VALUE_KIND), and `table write --row-kind op` takes the kinds from it:
+    reads return the table's columns only, with the updates and deletes applied."""
+    changes = [
+        {"id": [1, 2, 3], "v": ["a", "b", "c"], "op": ["+I", "+I", "+I"]},
+        {"id": [1, 2], "v": ["A", "b"], "op": ["+U", "-D"]},
+    ]
+    files = []
+    for i, change in enumerate(changes):
+        files.append(str(tmp_path / f"{i}.parquet"))
+        pq.write_table(pa.table(change), files[-1])
+    lake = str(tmp_path / "lake")
+    created = run("table", "create", lake, "--like", files[0], "-k", "id", "--row-kind", "op")
+    assert created.returncode == 0, created.stderr
+    for f in files:
+        written = run("table", "write", lake, f, "--row-kind", "op")
+        assert written.returncode == 0, written.stderr
+    want: dict[int, str] = {}
+    for change in changes:
+        for key, v, op in zip(change["id"], change["v"], change["op"], strict=True):
+            if op == "-D":
+                want.pop(key, None)
+            else:
+                want[key] = v
+    out = str(tmp_path / "out.parquet")
+    assert run("table", "read", lake, "-o", out).returncode == 0
+    assert pq.read_table(out).sort_by("id").to_pylist() == [{"id": k, "v": v} for k, v in sorted(want.items())]
+    wrong = run("table", "create", str(tmp_path / "l2"), "--like", files[0], "-k", "id", "--row-kind", "kind")
+    assert wrong.returncode == 2 and "--row-kind kind: no such column" in wrong.stderr

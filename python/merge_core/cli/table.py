@@ -49,6 +49,7 @@ ACTION_EXAMPLES = {
     "create": """
 merge-core table create lake/users --like data/0.parquet -k uuid --buckets 8 --preset contest
 merge-core table create lake/sales --like sales.parquet -k id --partition-by day --option write-buffer-size=256mb
+merge-core table create lake/users --like changes.parquet -k id --row-kind op    op: kinds, not a column
 """,
     "write": """
 merge-core table write lake/users data/*.parquet --null-string name     one commit per file
@@ -98,6 +99,13 @@ def add_command_to(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--buckets", type=int, default=4, help="buckets per partition (1 to 65536)")
     add_merge_options(p, ["deduplicate", "first-row", "partial-update", "aggregate"])
     p.add_argument("--preset", choices=["contest"], help="the contest's rules: requests summed, others newest non-null")
+    p.add_argument(
+        "--row-kind",
+        default=None,
+        metavar="COL",
+        help="the column of --like holding row kinds (+I, -U, +U, -D): not a column of the table (Paimon keeps a"
+        " row's kind as _VALUE_KIND); give it to table write --row-kind",
+    )
     p.add_argument(
         "--sequence", action="append", default=[], metavar="COL", help="column ordering the versions of a key"
     )
@@ -174,6 +182,9 @@ def cmd_create(args: argparse.Namespace) -> int:
     if not _remote(args.path):
         _check_local_parent(args.path)
     schema = open_parquet(args.like, "--like").schema_arrow
+    if args.row_kind is not None:
+        check_columns([args.row_kind], "--row-kind", schema, args.like)
+        schema = schema.remove(schema.get_field_index(args.row_kind))
     for flag, names in (("--key", args.key), ("--partition-by", args.partition_by), ("--sequence", args.sequence)):
         check_columns(names, flag, schema, args.like)
     check_positive(args.buckets, "--buckets", 65536)
