@@ -4,8 +4,8 @@ package (merge, sort, gen, upsert, demo, bench, table), and the answer to a fail
 Every command checks its arguments (files, columns, sizes, directories) before it starts
 work, shows one progress line on stderr when stderr is a terminal, ends with a summary on
 stdout, and answers a failure with one line on stderr: exit status 2 for a mistake in the
-command line or its inputs, 1 for a failure of merge-core, Spark or the machine, 130 for
-Ctrl-C.
+command line or its inputs, 3 for what merge-core does not do (an unsupported table
+feature), 1 for a failure of merge-core, Spark or the machine, 130 for Ctrl-C.
 """
 
 from __future__ import annotations

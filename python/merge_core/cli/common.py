@@ -129,7 +129,8 @@ def add_null_string_option(p: argparse.ArgumentParser, after: str) -> None:
 
 MEMORY_HELP = (
     "at least 1MiB: a byte count or a size with a unit; binary units are powers of 2 "
-    "(64MiB = 67,108,864 bytes, also KiB, GiB), decimal ones powers of 10 (64MB = 64,000,000 bytes, also KB, GB)"
+    "(64MiB = 67,108,864 bytes, also KiB, GiB), decimal ones powers of 10 (64MB = 64,000,000 bytes, also KB, GB);"
+    " units in any case"
 )
 
 
@@ -479,7 +480,6 @@ USER_ERRORS: tuple[type[BaseException], ...] = (
     mc.InvalidInputError,
     mc.TableNotFoundError,
     mc.TableExistsError,
-    mc.UnsupportedFeatureError,
     FileNotFoundError,
     NotADirectoryError,
     IsADirectoryError,
@@ -490,8 +490,11 @@ USER_ERRORS: tuple[type[BaseException], ...] = (
 
 def report(e: BaseException, runs: Sequence[str] | None = None) -> int:
     """Prints ``e`` as one line on stderr; returns the exit status: 2 for a user's
-    mistake, 1 for a failure of merge-core, Spark or the machine."""
-    if isinstance(e, USER_ERRORS) and not isinstance(e, (mc.TableIOError, mc.SpillError)):
+    mistake, 3 for what merge-core does not do (yet), 1 for a failure of merge-core,
+    Spark or the machine."""
+    if isinstance(e, mc.UnsupportedFeatureError):
+        message, status, prefix = str(e), 3, "unsupported"
+    elif isinstance(e, USER_ERRORS) and not isinstance(e, (mc.TableIOError, mc.SpillError)):
         message, status, prefix = str(e), 2, "error"
         if isinstance(e, OSError) and not isinstance(e, mc.MergeCoreError) and e.filename:
             message = f"{e.filename}: {e.strerror}"
