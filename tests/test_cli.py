@@ -521,3 +521,20 @@ def test_what_merge_core_does_not_do_has_an_exit_status_of_its_own(tmp_path):
     assert written.stderr.startswith("merge-core: unsupported: ") and "deletion-vectors.enabled" in written.stderr
     mistake = run("table", "write", lake, str(tmp_path / "missing.parquet"))
     assert mistake.returncode == 2, mistake
+
+
+def test_messages_speak_the_command_lines_words(tmp_path):
+    """A flag is named once ('--buckets', not '----buckets'), a table by its path (not
+    'TABLE'), and a column of row kinds given as data gets a hint, not a Python list."""
+    pq.write_table(pa.table({"id": [1], "v": ["a"]}), tmp_path / "a.parquet")
+    pq.write_table(pa.table({"id": [1], "v": ["a"], "op": ["+I"]}), tmp_path / "kinds.parquet")
+    lake = str(tmp_path / "lake")
+    zero = run("table", "create", lake, "--like", str(tmp_path / "a.parquet"), "-k", "id", "--buckets", "0")
+    assert zero.returncode == 2 and "error: --buckets must be at least 1" in zero.stderr, zero.stderr
+    assert run("table", "create", lake, "--like", str(tmp_path / "a.parquet"), "-k", "id").returncode == 0
+    kinds = run("table", "write", lake, str(tmp_path / "kinds.parquet"))
+    assert kinds.returncode == 2, kinds.stderr
+    assert "has columns the table does not: op (a column of row kinds? pass it as --row-kind)" in kinds.stderr
+    assert "[" not in kinds.stderr
+    partition = run("table", "read", lake, "-o", str(tmp_path / "o.parquet"), "--partition", "day=1")
+    assert partition.returncode == 2 and f"no such column in the partitions of {lake}" in partition.stderr

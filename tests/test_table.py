@@ -333,7 +333,7 @@ def test_bad_tables_and_data_are_refused(tmp_path):
         mc.Table.create(tmp_path / "t", SCHEMA, key="k")
     with pytest.raises(mc.InvalidInputError, match="reserved"):
         mc.Table.create(tmp_path / "u", SCHEMA.append(pa.field("_SEQUENCE_NUMBER", pa.int64())), key="k")
-    with pytest.raises(mc.InvalidInputError, match="missing columns"):
+    with pytest.raises(mc.InvalidInputError, match="lacks the table's columns"):
         table.write(pa.table({"k": [1]}))
     with pytest.raises(mc.InvalidInputError, match="has type string, the table's is int64"):
         table.write(pa.table({"k": ["x"], "p": ["a"], "ts": [1], "v": [1]}))

@@ -436,6 +436,7 @@ _FLAGS = [
     (r"\bpartition_by\b", "--partition-by"),
     (r"\bkeep_snapshots\b", "--keep"),
     (r"\bspill_dir\b", "--spill-dir"),
+    (r"\bpass it as row_kind\b", "pass it as --row-kind"),
     (r"\bmerge must be\b", "--merge must be"),
     (r"\bkey names columns\b", "--key names columns"),
     (r"\bsequence names columns\b", "--sequence names columns"),
@@ -457,7 +458,7 @@ def cli_message(text: str, runs: Sequence[str] | None = None) -> str:
     """A library message in the command line's words: its flags instead of Python's
     argument names, and "run 1, row 1" as the file and row counted from 1."""
     for pattern, flag in _FLAGS:
-        text = re.sub(pattern, flag, text)
+        text = re.sub(rf"(?<!-){pattern}", flag, text)  # never a flag twice: "----buckets"
     if runs:
 
         def located(m: re.Match[str]) -> str:

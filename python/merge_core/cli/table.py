@@ -249,7 +249,8 @@ def cmd_read(args: argparse.Namespace) -> int:
     for item in args.partition:
         column, value = _key_value(item, "--partition COL=VALUE")
         partitions.setdefault(column, []).append(value)
-    check_columns(partitions, "--partition", pa.schema([table.schema.field(c) for c in table.partition_by]), "TABLE")
+    partition_schema = pa.schema([table.schema.field(c) for c in table.partition_by])
+    check_columns(partitions, "--partition", partition_schema, f"the partitions of {args.path}")
     columns = args.columns.split(",") if args.columns else None
     if columns:
         check_columns(columns, "--columns", table.schema, args.path)

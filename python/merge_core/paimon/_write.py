@@ -734,7 +734,11 @@ def conform(batch: pa.RecordBatch, schema: pa.Schema, row_kind: str | None) -> p
     missing = [n for n in schema.names if n not in names]
     extra = sorted(names - set(schema.names) - {row_kind})
     if missing or extra:
-        raise InvalidInputError(f"the data does not match the table: missing columns {missing}, unknown {extra}")
+        problems = [f"lacks the table's columns {', '.join(missing)}"] if missing else []
+        if extra:
+            hint = " (a column of row kinds? pass it as row_kind)" if row_kind is None else ""
+            problems.append(f"has columns the table does not: {', '.join(extra)}{hint}")
+        raise InvalidInputError(f"the data does not match the table: it {' and '.join(problems)}")
     if row_kind is not None and row_kind not in names:
         raise InvalidInputError(f"no row kind column '{row_kind}' in the data")
     columns = []
