@@ -4,6 +4,8 @@ files, Spark SQL's plan, empty partitions, column order, bad input, sort within 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 import merge_core as mc
 import numpy as np
@@ -168,3 +170,15 @@ def test_upsert_files_failure_leaves_no_output(spark, tmp_path):
     with pytest.raises(Exception, match="overflow"):
         mcs.upsert_files(spark, files, str(tmp_path / "out"), key="k", merge=mc.Aggregate({"n": "sum"}), buckets=2)
     assert os.listdir(tmp_path / "out") == []
+
+
+def test_a_local_session_keeps_the_jvms_output_off_stderr(tmp_path):
+    """`mcs.local_session()` without `log=`: the JVM's startup lines go to the default
+    log file, not to the caller's stderr (they were five lines of it)."""
+    code = "import merge_core.spark as mcs; s = mcs.local_session('local[1]'); print(s.range(3).count()); s.stop()"
+    env = {**os.environ, "MERGE_CORE_LOG_DIR": str(tmp_path)}
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "3" and result.stderr == "", result.stderr
+    (log,) = tmp_path.glob("spark-*.log")
+    assert log.stat().st_size > 0

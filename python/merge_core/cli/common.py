@@ -9,7 +9,6 @@ import contextlib
 import os
 import re
 import sys
-import tempfile
 import threading
 import time
 import uuid
@@ -376,14 +375,6 @@ def spark_progress(progress: Progress, spark: Any, label: str) -> Iterator[None]
 # -- Spark ------------------------------------------------------------------------------
 
 
-def log_dir() -> str:
-    """Where commands keep the logs of what they start (Spark's JVM): $MERGE_CORE_LOG_DIR,
-    or merge-core-logs in the system's temporary directory."""
-    folder = os.environ.get("MERGE_CORE_LOG_DIR") or os.path.join(tempfile.gettempdir(), "merge-core-logs")
-    os.makedirs(folder, exist_ok=True)
-    return folder
-
-
 def start_spark(master: str, progress: Progress | None = None):
     """A local Spark session whose JVM writes its log to a file (named if Spark fails),
     checked to run merge-core in its Python workers."""
@@ -393,7 +384,7 @@ def start_spark(master: str, progress: Progress | None = None):
         raise UserError("this command needs pyspark: pip install 'merge-core[spark]'") from e
     import merge_core.spark as mcs
 
-    log = os.path.join(log_dir(), f"spark-{os.getpid()}.log")
+    log = mcs.default_log()
     if progress is not None:
         progress.show(f"starting Spark ({master})")
     try:

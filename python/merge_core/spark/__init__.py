@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import tempfile
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from functools import reduce
@@ -42,13 +43,22 @@ if TYPE_CHECKING:
 VERSION_COLUMN = "__merge_core_version"
 
 
+def default_log() -> str:
+    """Where a JVM that merge-core starts writes its output: ``spark-<pid>.log`` in
+    $MERGE_CORE_LOG_DIR, or in merge-core-logs in the system's temporary directory."""
+    folder = os.environ.get("MERGE_CORE_LOG_DIR") or os.path.join(tempfile.gettempdir(), "merge-core-logs")
+    os.makedirs(folder, exist_ok=True)
+    return os.path.join(folder, f"spark-{os.getpid()}.log")
+
+
 def local_session(
     master: str = "local[2]", app_name: str = "merge-core", log: str | os.PathLike[str] | None = None, **settings: str
 ):
     """A Spark session for local work: bound to loopback only, no UI or console progress,
     Arrow enabled with large batches, executors running this Python (so they import this
-    merge-core). ``log``: a file that gets the JVM's own output (its startup warnings and
-    log4j lines) instead of stderr, when this call starts the JVM."""
+    merge-core). ``log``: the file that gets the JVM's own output (its startup warnings and
+    log4j lines), when this call starts the JVM (default: :func:`default_log`), so that
+    nothing of it reaches stderr."""
     import sys
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -69,8 +79,9 @@ def local_session(
     builder = SparkSession.builder.master(master).appName(app_name)
     for key, value in config.items():
         builder = builder.config(key, value)
-    if log is not None and SparkContext._active_spark_context is None:
-        with _output_to(log):  # the JVM starts here and keeps these as its stdout and stderr
+    if SparkContext._active_spark_context is None:
+        # The JVM starts here and keeps these as its stdout and stderr.
+        with _output_to(default_log() if log is None else log):
             session = builder.getOrCreate()
     else:
         session = builder.getOrCreate()
