@@ -142,7 +142,7 @@ ERRORS = [
     (["sort", "good.parquet", "-k", "nope", "-o", "x.parquet"], "error: --key nope: no such column in good.parquet", 2),
     (
         ["merge", "good.parquet", "other.parquet", "-k", "id", "-o", "x.parquet"],
-        "schema mismatch: column 'id' is Utf8 in other.parquet but Int64 in good.parquet",
+        "schema mismatch: column 'id' is STRING in other.parquet but BIGINT in good.parquet",
         2,
     ),
     (
@@ -538,3 +538,18 @@ def test_messages_speak_the_command_lines_words(tmp_path):
     assert "[" not in kinds.stderr
     partition = run("table", "read", lake, "-o", str(tmp_path / "o.parquet"), "--partition", "day=1")
     assert partition.returncode == 2 and f"no such column in the partitions of {lake}" in partition.stderr
+
+
+def test_merge_errors_name_files_and_sql_types(tmp_path):
+    """A schema mismatch between runs names the files, not 'run 1', and the types as SQL
+    names a Paimon or Spark user writes (BIGINT, STRING), not Arrow's (Int64, Utf8)."""
+    pq.write_table(pa.table({"id": [1], "v": ["a"]}), tmp_path / "s.parquet")
+    pq.write_table(pa.table({"id": [1], "v": [1]}), tmp_path / "n.parquet")
+    pq.write_table(pa.table({"id": [1], "w": [1]}), tmp_path / "w.parquet")
+    out = str(tmp_path / "o.parquet")
+    typed = run("merge", str(tmp_path / "s.parquet"), str(tmp_path / "n.parquet"), "-k", "id", "-o", out)
+    assert typed.returncode == 2 and "is BIGINT in " in typed.stderr and "but STRING in " in typed.stderr, typed.stderr
+    named = run("merge", str(tmp_path / "s.parquet"), str(tmp_path / "w.parquet"), "-k", "id", "-o", out)
+    assert named.returncode == 2, named.stderr
+    assert f"{tmp_path / 'w.parquet'} has columns [id, w] but {tmp_path / 's.parquet'} has" in named.stderr
+    assert "run " not in named.stderr

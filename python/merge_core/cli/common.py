@@ -436,6 +436,25 @@ _FLAGS = [
 ]
 _LOCATION = re.compile(r"\brun (\d+), (row|batch) (\d+)")
 _IN_RUN = re.compile(r"\bin run (\d+)\b")
+_RUN = re.compile(r"\brun (\d+)\b")
+#: Arrow's names of types (as Rust prints them) in the SQL names Paimon gives them.
+_TYPE_NAMES = {
+    "Utf8": "STRING",
+    "LargeUtf8": "STRING",
+    "Utf8View": "STRING",
+    "Binary": "BYTES",
+    "LargeBinary": "BYTES",
+    "BinaryView": "BYTES",
+    "Boolean": "BOOLEAN",
+    "Int8": "TINYINT",
+    "Int16": "SMALLINT",
+    "Int32": "INT",
+    "Int64": "BIGINT",
+    "Float32": "FLOAT",
+    "Float64": "DOUBLE",
+    "Date32": "DATE",
+}
+_TYPE = re.compile(r"\b(" + "|".join(_TYPE_NAMES) + r")\b")
 _INPUT_ROW = re.compile(r"\binput row (\d+)\b")
 
 
@@ -447,7 +466,9 @@ def one_line(text: str, limit: int = 400) -> str:
 
 def cli_message(text: str, runs: Sequence[str] | None = None) -> str:
     """A library message in the command line's words: its flags instead of Python's
-    argument names, and "run 1, row 1" as the file and row counted from 1."""
+    argument names, "run 1, row 1" as the file and row counted from 1, and types by their
+    SQL names (BIGINT, not Int64)."""
+    text = _TYPE.sub(lambda m: _TYPE_NAMES[m.group(1)], text)
     for pattern, flag in _FLAGS:
         text = re.sub(rf"(?<!-){pattern}", flag, text)  # never a flag twice: "----buckets"
     if runs:
@@ -459,6 +480,7 @@ def cli_message(text: str, runs: Sequence[str] | None = None) -> str:
 
         text = _LOCATION.sub(located, text)
         text = _IN_RUN.sub(lambda m: f"in {runs[int(m.group(1))] if int(m.group(1)) < len(runs) else m.group(0)}", text)
+        text = _RUN.sub(lambda m: runs[int(m.group(1))] if int(m.group(1)) < len(runs) else m.group(0), text)
         if len(runs) == 1:
             text = _INPUT_ROW.sub(lambda m: f"{runs[0]}, row {int(m.group(1)) + 1:,}", text)
         if "run is not sorted by key" in text:
