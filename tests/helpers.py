@@ -38,12 +38,13 @@ def pypaimon_commit(table, rows: list[dict], schema: pa.Schema) -> None:
     committer.close()
 
 
-def pypaimon_rust_rows(root: Path, snapshot: int | None = None) -> list[dict]:
+def pypaimon_rust_rows(root: Path, snapshot: int | None = None, options: dict[str, str] | None = None) -> list[dict]:
     """The rows pypaimon-rust reads from the table at ``root`` (``<warehouse>/<db>.db/<t>``)."""
     from pypaimon_rust.datafusion import PaimonCatalog
 
     table = PaimonCatalog({"warehouse": str(root.parent.parent)}).get_table((root.parent.name[:-3], root.name))
-    builder = table.new_read_builder({} if snapshot is None else {"scan.snapshot-id": str(snapshot)})
+    options = {**(options or {}), **({} if snapshot is None else {"scan.snapshot-id": str(snapshot)})}
+    builder = table.new_read_builder(options)
     return [r for b in builder.new_read().read(builder.new_scan().plan().splits()) for r in b.to_pylist()]
 
 

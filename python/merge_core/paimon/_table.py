@@ -41,7 +41,7 @@ from ._options import bool_option, int_option
 from ._paths import Layout, file_name
 from ._plan import SEQUENCE_NUMBER, VALUE_KIND, FileRead, Plan, Planner, Split
 from ._schema import THIN_MODE, TableSchema, load_schema, schema_ids, schema_json
-from ._travel import load_tag, snapshot_to_read
+from ._travel import load_tag, snapshot_to_read, tag_path
 from ._validation import check_new, check_stored
 from ._write import (
     DataFileWriter,
@@ -533,6 +533,48 @@ class Table:
             name.removeprefix("tag-"): load_tag(self._root, name.removeprefix("tag-")).id
             for name in (self._root / "tag").names("tag-")
         }
+
+    def create_tag(self, name: str, snapshot: int | None = None) -> int:
+        """Tags ``snapshot`` (the latest by default) as ``name`` and returns its id. As
+        Paimon's ``createTag`` without a retention time, ``tag/tag-NAME`` holds the
+        snapshot's JSON; its files then stay while the tag does (``expire`` keeps them),
+        and ``read(tag=name)`` reads it, here and in every Paimon reader.
+
+        The tag is created only if absent (atomically, on S3 too): a tag of that name, by
+        any writer, is an error, as Paimon's is. Tags of branches are not made here.
+
+        >>> import pyarrow as pa, merge_core as mc, tempfile
+        >>> t = mc.Table.create(tempfile.mkdtemp() + "/t", pa.schema([pa.field("k", pa.int64(), False)]), key="k")
+        >>> _ = t.write(pa.table({"k": [1]})); _ = t.write(pa.table({"k": [2]}))
+        >>> t.create_tag("first", snapshot=1), t.tags()
+        (1, {'first': 1})
+        >>> t.read(tag="first").read_all().to_pydict()
+        {'k': [1]}
+        """
+        path = tag_path(self._root, name)
+        if not name.strip():
+            raise InvalidInputError("a tag's name must not be blank")
+        if snapshot is None:
+            snapshot = latest_snapshot_id(self._root)
+            if snapshot is None:
+                raise InvalidInputError(f"the table at {self.path} has no snapshot to tag yet")
+        source = self._root / "snapshot" / f"snapshot-{snapshot}"
+        try:
+            text = source.read_text()
+        except FileNotFoundError:
+            kept = self.snapshots()
+            raise InvalidInputError(f"no snapshot {snapshot} to tag (the snapshots kept: {kept})") from None
+        Snapshot.read(source)  # a damaged snapshot is not copied into a tag
+        if not path.create_new(text):
+            raise TableExistsError(f"tag {name!r} already exists (on snapshot {load_tag(self._root, name).id})")
+        return snapshot
+
+    def delete_tag(self, name: str) -> None:
+        """Removes the tag ``name``. Paimon's ``deleteTag`` also removes at once the files
+        only that tag kept; merge-core leaves them to ``expire``, which removes every file
+        nothing kept names (after ``orphan_age``), whichever writer made it."""
+        load_tag(self._root, name)  # a TableNotFoundError naming the tags there are
+        tag_path(self._root, name).delete()
 
     def _snapshot_read(
         self, snapshot: int | None, tag: str | None = None, as_of: datetime.datetime | None = None
