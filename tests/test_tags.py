@@ -70,3 +70,35 @@ def test_bad_tags_are_refused_and_change_nothing(tmp_path):
     with pytest.raises(mc.TableNotFoundError, match=r"no tag 'nope' .* \(its tags: \['p', 't'\]\)"):
         table.delete_tag("nope")
     assert table.tags() == {"t": 2, "p": 1}
+
+
+def test_the_command_line_lists_makes_reads_and_removes_tags(tmp_path):
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    import pyarrow.parquet as pq
+
+    cli = shutil.which("merge-core", path=os.path.dirname(sys.executable)) or "merge-core"
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([cli, "table", *args], capture_output=True, text=True, timeout=300)
+
+    root = tmp_path / "db.db" / "t"
+    table, seen = history(root)
+    lake = str(root)
+    assert run("tag", lake).stdout.strip() == f"no tags in {lake}"
+    made = run("tag", lake, "first", "--snapshot", "1")
+    assert made.returncode == 0 and made.stdout.strip() == f"tagged snapshot 1 of {lake} as first", made
+    assert run("tag", lake, "last").returncode == 0
+    assert run("tag", lake).stdout.splitlines() == ["first\tsnapshot 1", "last\tsnapshot 3"]
+    out = str(tmp_path / "first.parquet")
+    assert run("read", lake, "-o", out, "--tag", "first").returncode == 0
+    assert rows_of(pq.read_table(out)) == seen[1] == pypaimon_read(root, {"scan.tag-name": "first"})
+    again = run("tag", lake, "first")
+    assert again.returncode == 2 and "tag 'first' already exists (on snapshot 1)" in again.stderr, again.stderr
+    assert run("tag", lake, "first", "--delete").returncode == 0
+    missing = run("tag", lake, "first", "--delete")
+    assert missing.returncode == 2 and "no tag 'first'" in missing.stderr and "['last']" in missing.stderr
+    assert table.tags() == {"last": 3}

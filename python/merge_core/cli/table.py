@@ -41,6 +41,7 @@ EXAMPLES = """examples:
   merge-core table compact lake/users --full
   merge-core table info lake/users
   merge-core table expire lake/users --keep 3
+  merge-core table tag lake/users before-backfill
 
 Run 'merge-core table ACTION --help' for an action's options and examples.
 """
@@ -59,6 +60,7 @@ merge-core table write lake/users changes.parquet --row-kind op          op hold
 merge-core table read lake/users -o users.parquet --columns uuid,requests
 merge-core table read lake/sales -o jan.parquet --partition day=2024-01-01 --partition day=2024-01-02
 merge-core table read lake/users -o before.parquet --snapshot 3
+merge-core table read lake/users -o before.parquet --tag before-backfill
 """,
     "compact": """
 merge-core table compact lake/users
@@ -72,13 +74,19 @@ merge-core table info lake/users --json
 merge-core table expire lake/users
 merge-core table expire lake/users --keep 3
 """,
+    "tag": """
+merge-core table tag lake/users                              list the tags
+merge-core table tag lake/users before-backfill              tag the latest snapshot
+merge-core table tag lake/users nightly --snapshot 12        tag snapshot 12
+merge-core table tag lake/users nightly --delete             remove the tag (expire takes what only it kept)
+""",
 }
 
 
 def add_command_to(commands: argparse._SubParsersAction) -> None:
     table = commands.add_parser(
         "table",
-        help="an Apache Paimon primary-key table: create | write | read | compact | info | expire",
+        help="an Apache Paimon primary-key table: create | write | read | compact | info | expire | tag",
         description="An Apache Paimon primary-key table, merged on read (Flink, Spark and pypaimon share it).",
         epilog=EXAMPLES,
         formatter_class=HelpFormatter,
@@ -131,7 +139,9 @@ def add_command_to(commands: argparse._SubParsersAction) -> None:
         metavar="COL=VALUE",
         help="read only this partition (repeat for several)",
     )
-    p.add_argument("--snapshot", type=int, default=None, help="read this snapshot (default: the latest)")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--snapshot", type=int, default=None, help="read this snapshot (default: the latest)")
+    which.add_argument("--tag", default=None, metavar="NAME", help="read the snapshot this tag holds")
     p.set_defaults(run=cmd_read)
 
     p = sub("compact", "merge the files of buckets with many runs into one file each, dropping deletes")
@@ -158,6 +168,12 @@ def add_command_to(commands: argparse._SubParsersAction) -> None:
         help="age after which a file no snapshot uses (a failed write's) is removed",
     )
     p.set_defaults(run=cmd_expire)
+
+    p = sub("tag", "list the table's tags, or tag a snapshot (its files stay while the tag does), or remove a tag")
+    p.add_argument("name", nargs="?", metavar="NAME", help="the tag to create (or with --delete, remove)")
+    p.add_argument("--snapshot", type=int, default=None, help="the snapshot to tag (default: the latest)")
+    p.add_argument("--delete", action="store_true", help="remove the tag NAME")
+    p.set_defaults(run=cmd_tag)
 
 
 def _remote(path: str) -> bool:
@@ -260,7 +276,7 @@ def cmd_read(args: argparse.Namespace) -> int:
     check_output(args.output, [])
     with Progress() as progress:
         progress.phase("reading")
-        stream = table.read(columns=columns, partitions=partitions or None, snapshot=args.snapshot)
+        stream = table.read(columns=columns, partitions=partitions or None, snapshot=args.snapshot, tag=args.tag)
         rows = write_stream(stream, args.output, progress)
         seconds = progress.elapsed()
     s = stream.stats
@@ -347,3 +363,25 @@ def _key_value(item: str, usage: str) -> tuple[str, str]:
         option, form = usage.split()
         raise UserError(f"{option} takes {form}, got {item!r}")
     return key, value
+
+
+def cmd_tag(args: argparse.Namespace) -> int:
+    table = open_table(args.path)
+    if args.name is None:
+        if args.delete or args.snapshot is not None:
+            raise UserError("--delete and --snapshot need a tag NAME")
+        tags = table.tags()
+        for name, snapshot in sorted(tags.items(), key=lambda item: (item[1], item[0])):
+            print(f"{name}\tsnapshot {snapshot}")
+        if not tags:
+            print(f"no tags in {args.path}")
+        return 0
+    if args.delete:
+        if args.snapshot is not None:
+            raise UserError("--delete removes a tag; --snapshot is for creating one")
+        table.delete_tag(args.name)
+        print(f"removed tag {args.name} (expire removes the files only it kept)")
+        return 0
+    snapshot = table.create_tag(args.name, args.snapshot)
+    print(f"tagged snapshot {snapshot} of {args.path} as {args.name}")
+    return 0
