@@ -219,6 +219,29 @@ class Table:
         out.sort(key=lambda f: (_key_order.sort_key(f["partition"]), f["bucket"], f["level"], f["path"]))
         return out
 
+    def partitions(self, snapshot: int | None = None) -> list[dict[str, Any]]:
+        """The partitions of a snapshot (the latest by default), as Paimon's partition
+        entries count them: ``partition`` (column -> value), ``rows`` (stored rows, the
+        versions not yet merged away included), ``files`` and ``bytes`` of its data files,
+        in partition order. A table without partition columns has one, ``{}``, once
+        written.
+
+        >>> import pyarrow as pa, merge_core as mc, tempfile
+        >>> schema = pa.schema([pa.field("k", pa.int64(), False), pa.field("day", pa.string(), False)])
+        >>> t = mc.Table.create(tempfile.mkdtemp() + "/t", schema, key=["k", "day"], partition_by="day", buckets=1)
+        >>> _ = t.write(pa.table({"k": [1, 2, 1], "day": ["d1", "d1", "d2"]}, schema=schema))
+        >>> [(p["partition"], p["rows"], p["files"]) for p in t.partitions()]
+        [({'day': 'd1'}, 2, 1), ({'day': 'd2'}, 1, 1)]
+        """
+        names = self.partition_by
+        out: dict[Any, dict[str, Any]] = {}
+        for f in self.files(snapshot):  # in partition order
+            entry = out.setdefault(f["partition"], {"partition": dict(zip(names, f["partition"], strict=True))})
+            entry["rows"] = entry.get("rows", 0) + f["rows"]
+            entry["files"] = entry.get("files", 0) + 1
+            entry["bytes"] = entry.get("bytes", 0) + f["bytes"]
+        return list(out.values())
+
     def info(self) -> dict[str, Any]:
         """What the table holds now: its definition, snapshot, files, rows and sorted
         runs (``max_runs_per_bucket``: what a read of the worst bucket merges), all of
