@@ -5,8 +5,9 @@ share (:mod:`.common`).
 
 Ctrl-C belongs to the command from its first moment: while pyarrow and the native module
 load (a second or more), it ends the process as an interrupted command does, with exit
-status 130; then :func:`.app.run` takes it over. This module imports nothing heavy (nor
-does ``import merge_core``), so it runs before anything heavy is loaded.
+status 130; then :func:`.app.run` takes it over; once the command has ended, a Ctrl-C
+while Python shuts down is ignored. This module imports nothing heavy (nor does
+``import merge_core``), so it runs before anything heavy is loaded.
 """
 
 from __future__ import annotations
@@ -23,8 +24,16 @@ def _exit_interrupted(signum: int, frame: object) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+    main_thread = threading.current_thread() is threading.main_thread()
+    owned = main_thread and signal.getsignal(signal.SIGINT) is not signal.SIG_IGN
+    if owned:
         signal.signal(signal.SIGINT, _exit_interrupted)
     from .app import run
 
-    return run(argv)
+    status = run(argv)
+    if owned:
+        # The command is done and has said so: a Ctrl-C while Python shuts down is ignored,
+        # so the exit status is the command's (Python puts back the default action, which
+        # ends the process by the signal, for every handler but SIG_IGN).
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    return status
