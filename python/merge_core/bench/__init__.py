@@ -63,7 +63,7 @@ def run(
             if {"upsert", "spark"} & set(chosen) and not missing("pyspark"):
                 from . import _spark
 
-                spark = _spark.session(master)
+                spark = _spark.session(master, log=os.path.join(tmp, "spark.log"))  # removed with the data
             for suite in chosen:
                 progress(f"{suite}:")
                 folder = os.path.join(tmp, suite)

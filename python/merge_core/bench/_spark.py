@@ -15,10 +15,11 @@ from ._upsert import contest_versions, write_sorted_runs
 SETTINGS = {"spark.sql.shuffle.partitions": "2", "spark.driver.memory": "4g"}
 
 
-def session(master: str):
+def session(master: str, log: str):
+    """The benchmark's Spark session; the JVM's output goes to ``log``."""
     import merge_core.spark as mcs
 
-    return mcs.local_session(master, "merge-core-bench", **SETTINGS)
+    return mcs.local_session(master, "merge-core-bench", log=log, **SETTINGS)
 
 
 def same_output(spark, a: str, b: str) -> bool:
