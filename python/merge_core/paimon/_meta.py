@@ -51,8 +51,13 @@ class Snapshot:
         """The snapshot a file holds: ``snapshot-N``, a tag (``tag-NAME``) or a kept
         changelog (``changelog-N``), which Paimon writes in the same form. A missing file
         raises ``FileNotFoundError``."""
+        return cls.parse(path.read_bytes(), path)
+
+    @classmethod
+    def parse(cls, content: bytes, path: Location) -> Snapshot:
+        """The snapshot ``content`` (the file at ``path``) holds."""
         try:
-            data = json.loads(path.read_text())
+            data = json.loads(content.decode())
         except (ValueError, UnicodeDecodeError) as e:
             raise CorruptTableError(f"{path} is not a snapshot's JSON ({e})") from e
         if not isinstance(data, dict):

@@ -236,10 +236,13 @@ class Table:
         names = self.partition_by
         out: dict[Any, dict[str, Any]] = {}
         for f in self.files(snapshot):  # in partition order
-            entry = out.setdefault(f["partition"], {"partition": dict(zip(names, f["partition"], strict=True))})
-            entry["rows"] = entry.get("rows", 0) + f["rows"]
-            entry["files"] = entry.get("files", 0) + 1
-            entry["bytes"] = entry.get("bytes", 0) + f["bytes"]
+            if f["partition"] not in out:
+                values = dict(zip(names, f["partition"], strict=True))
+                out[f["partition"]] = {"partition": values, "rows": 0, "files": 0, "bytes": 0}
+            entry = out[f["partition"]]
+            entry["rows"] += f["rows"]
+            entry["files"] += 1
+            entry["bytes"] += f["bytes"]
         return list(out.values())
 
     def info(self) -> dict[str, Any]:
@@ -583,12 +586,12 @@ class Table:
                 raise InvalidInputError(f"the table at {self.path} has no snapshot to tag yet")
         source = self._root / "snapshot" / f"snapshot-{snapshot}"
         try:
-            text = source.read_text()
+            content = source.read_bytes()
         except FileNotFoundError:
             kept = self.snapshots()
             raise InvalidInputError(f"no snapshot {snapshot} to tag (the snapshots kept: {kept})") from None
-        Snapshot.read(source)  # a damaged snapshot is not copied into a tag
-        if not path.create_new(text):
+        Snapshot.parse(content, source)  # a damaged snapshot is not copied into a tag
+        if not path.create_new(content.decode()):
             raise TableExistsError(f"tag {name!r} already exists (on snapshot {load_tag(self._root, name).id})")
         return snapshot
 
