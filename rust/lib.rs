@@ -9,12 +9,13 @@
 //! - [`read`]: a table's read, composed in one place ([`read::read_sections`]): its
 //!   Parquet data files decoded as runs ahead of the merge, each bucket's merge (cut
 //!   into key ranges) on worker threads, the merges' outputs read as one stream;
-//! - `merge`: the merge of sorted runs: cursors over the runs, the version order of a
-//!   key's rows, the batches those rows stand in, the output builder, and [`merge`]
-//!   composing them with an engine and a merge function;
-//! - `keys`: key columns in comparable form (fast paths per type, row format otherwise);
+//! - `merge`: the merge of sorted runs ([`merge`]): what it plans before it reads a row,
+//!   and the stream composing the runs' cursors, an engine and a merge function;
 //! - `engine`: the loser trees and the heap, producing key groups;
-//! - `fold`: merge functions folding a key group;
+//! - `fold`: merge functions folding a key group, and the output builder they fill;
+//! - `runs`: what the three stand on: cursors over the sorted runs, the batches their
+//!   rows stand in, the version order of a key's rows, single values read from columns;
+//! - `keys`: key columns in comparable form (fast paths per type, row format otherwise);
 //! - `sort`: the spillable external sort ([`SortBuffer`]) and its spill files;
 //! - [`bucket`]: the bucket of a key: a value-stable hash, and Paimon's (the hash of the
 //!   key's `BinaryRow`);
@@ -50,6 +51,7 @@ pub(crate) mod fold;
 pub(crate) mod keys;
 mod merge;
 pub mod read;
+pub(crate) mod runs;
 pub(crate) mod sort;
 
 #[cfg(feature = "python")]
@@ -62,9 +64,9 @@ pub use engine::Algorithm;
 pub use error::{MergeError, Result};
 pub use fold::{AggFunction, AggregateField, MergeFunction, SequenceGroup};
 pub use merge::plan::MergeOptions;
-pub use merge::run::{BatchIter, Run};
 #[doc(hidden)]
 pub use merge::stream::merge_order_only;
 pub use merge::stream::{merge, MergeReader, MergeStats, MergeStream, SortStats, StatsHandle};
-pub use merge::version::{RowKind, VersionColumns};
+pub use runs::version::{RowKind, VersionColumns};
+pub use runs::{BatchIter, Run};
 pub use sort::{Compression, SortBuffer, SortOptions};

@@ -27,7 +27,7 @@ pub fn bucket_ids(columns: &[ArrayRef], names: &[String], buckets: u32) -> Resul
     let rows = columns.first().map_or(0, |c| c.len());
     let mut hashes = vec![SEED; rows];
     for (column, name) in columns.iter().zip(names) {
-        if let Some(row) = crate::merge::version::first_null(column.as_ref()) {
+        if let Some(row) = crate::runs::version::first_null(column.as_ref()) {
             return Err(invalid!("key column '{name}' has a null at row {row}"));
         }
         hash_column(column.as_ref(), name, &mut hashes)?;

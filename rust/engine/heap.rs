@@ -7,7 +7,7 @@ use std::cmp::Ordering;
 use super::MergeEngine;
 use crate::error::Result;
 use crate::keys::KeyEncoder;
-use crate::merge::run::{Group, Runs};
+use crate::runs::{Group, Runs};
 
 #[derive(Default)]
 pub(crate) struct Heap {

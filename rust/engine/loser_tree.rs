@@ -14,7 +14,7 @@
 use super::MergeEngine;
 use crate::error::Result;
 use crate::keys::KeyEncoder;
-use crate::merge::run::{Group, Runs};
+use crate::runs::{Group, Runs};
 
 /// An internal node nobody has reached yet (only while the tree is being built).
 const EMPTY: usize = usize::MAX;

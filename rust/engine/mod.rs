@@ -19,7 +19,7 @@ pub(crate) use paimon_loser_tree::PaimonLoserTree;
 
 use crate::error::Result;
 use crate::keys::KeyEncoder;
-use crate::merge::run::{Group, Runs};
+use crate::runs::{Group, Runs};
 
 /// Which engine merges the runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

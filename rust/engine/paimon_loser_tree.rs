@@ -46,7 +46,7 @@ use std::cmp::Ordering;
 use super::MergeEngine;
 use crate::error::{MergeError, Result};
 use crate::keys::KeyEncoder;
-use crate::merge::run::{Group, Runs};
+use crate::runs::{Group, Runs};
 
 /// An internal node nobody has reached yet (only while the tree is being built).
 const EMPTY: usize = usize::MAX;

@@ -10,14 +10,14 @@
 use arrow_schema::DataType;
 
 use super::accumulator::{accumulator, Acc, AccError, Accumulator, Output, State};
-use super::value::{ColumnView, Value};
 use super::{
     acc_error, cannot_retract, cx, sink_of, AggFunction, AggregateField, Columns, MergeFunction, Paths,
 };
 use crate::error::{invalid, Result};
-use crate::merge::builder::{NewestRule, OutputBuilder, Sink};
-use crate::merge::store::{BatchStore, RowRef};
-use crate::merge::version::RowKind;
+use crate::fold::builder::{NewestRule, OutputBuilder, Sink};
+use crate::runs::store::{BatchStore, RowRef};
+use crate::runs::value::{ColumnView, Value};
+use crate::runs::version::RowKind;
 
 struct Column {
     index: usize,

@@ -14,16 +14,17 @@
 
 pub(crate) mod accumulator;
 mod aggregate;
+pub(crate) mod builder;
 mod partial_update;
-pub(crate) mod value;
 
 use arrow_schema::Field;
 
 use crate::error::{invalid, MergeError, Result, RowLocation};
-use crate::merge::builder::{OutputBuilder, Sink};
-use crate::merge::run::Layout;
-use crate::merge::store::{BatchStore, RowRef};
-use crate::merge::version::RowKind;
+use crate::fold::builder::{OutputBuilder, Sink};
+use crate::runs::store::{BatchStore, RowRef};
+use crate::runs::value;
+use crate::runs::version::RowKind;
+use crate::runs::Layout;
 use accumulator::{AccError, Cx, Output};
 pub use accumulator::{AggFunction, AggregateField};
 use aggregate::Aggregator;
@@ -161,7 +162,7 @@ impl MergeFunction {
         &self,
         schema: arrow_schema::SchemaRef,
         key: &[String],
-        versions: &crate::merge::version::VersionColumns,
+        versions: &crate::runs::version::VersionColumns,
         kind: RowKind,
     ) -> Result<Option<String>> {
         let layout = Layout::new(schema, key, versions, false)?;

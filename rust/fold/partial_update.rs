@@ -23,9 +23,9 @@ use arrow_schema::DataType;
 use super::accumulator::{accumulator, java_compare, Acc, AccError, Accumulator, State};
 use super::{acc_error, cannot_retract, cx, sink_of, AggFunction, Columns, MergeFunction, Paths};
 use crate::error::{invalid, Result};
-use crate::merge::builder::{NewestRule, OutputBuilder, Sink};
-use crate::merge::store::{BatchStore, RowRef};
-use crate::merge::version::RowKind;
+use crate::fold::builder::{NewestRule, OutputBuilder, Sink};
+use crate::runs::store::{BatchStore, RowRef};
+use crate::runs::version::RowKind;
 
 struct Column {
     index: usize,

@@ -7,12 +7,12 @@ use std::sync::Arc;
 
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
-use super::builder::OutputColumns;
-use super::run::Layout;
-use super::version::VersionColumns;
 use crate::engine::Algorithm;
 use crate::error::Result;
+use crate::fold::builder::OutputColumns;
 use crate::fold::{Folder, MergeFunction, Paths};
+use crate::runs::version::VersionColumns;
+use crate::runs::Layout;
 
 /// Options of [`merge`](fn@crate::merge); see the Python `merge_core.merge` for their meaning.
 #[derive(Debug, Clone)]

@@ -9,13 +9,13 @@ use std::sync::Arc;
 use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::{ArrowError, Field, Schema, SchemaRef};
 
-use super::builder::OutputBuilder;
 use super::plan::{MergeOptions, MergePlan};
-use super::run::{BatchIter, Group, Layout, Run, Runs};
 use crate::engine::{Algorithm, Heap, LoserTree, MergeEngine, PaimonLoserTree};
 use crate::error::{invalid, MergeError, Result};
+use crate::fold::builder::OutputBuilder;
 use crate::fold::{Folder, Paths};
 use crate::keys::{dispatch, KeyEncoder, KeyVisitor};
+use crate::runs::{BatchIter, Group, Layout, Run, Runs};
 
 /// Figures of a merge so far.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]

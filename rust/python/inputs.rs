@@ -16,7 +16,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::error::invalid;
-use crate::merge::run::Run;
+use crate::runs::Run;
 
 /// A run from an object with `__arrow_c_stream__` or an `IterableRun`.
 pub(crate) fn read_run(obj: &Bound<'_, PyAny>) -> PyResult<Run> {

@@ -13,8 +13,8 @@ use pyo3::types::PyDict;
 use super::errors::to_py_err;
 use crate::fold::{AggFunction, AggregateField, MergeFunction, SequenceGroup};
 use crate::merge::plan::MergeOptions;
-use crate::merge::version::VersionColumns;
 use crate::read::ReadOptions;
+use crate::runs::version::VersionColumns;
 use crate::sort::SortOptions;
 
 fn bad(msg: String) -> PyErr {

@@ -15,9 +15,9 @@ use super::inputs::read_run;
 use super::options::sort_options;
 use super::stream::PyStream;
 use crate::error::MergeError;
-use crate::merge::run::Run;
-use crate::merge::version::RowKind;
 use crate::read::{run_of_parquet, Prefetch};
+use crate::runs::version::RowKind;
+use crate::runs::Run;
 use crate::sort::SortBuffer;
 
 /// Feeds every batch of `run` into `buffer`; the work runs without the GIL and

@@ -30,7 +30,7 @@ use parquet::file::reader::ChunkReader;
 
 use super::key_range::{first_not_below, KeyRange};
 use crate::error::{MergeError, TABLE_FILE};
-use crate::merge::run::Run;
+use crate::runs::Run;
 
 /// Fetches the whole of a file that is not on the local filesystem.
 #[derive(Clone)]

@@ -25,8 +25,8 @@ use super::workers;
 use crate::error::{invalid, MergeError, Result};
 use crate::fold::Paths;
 use crate::merge::plan::{MergeOptions, MergePlan};
-use crate::merge::run::Run;
 use crate::merge::stream::{merge_runs_into, BatchSource, MergeStream, SharedStats, UntilError};
+use crate::runs::Run;
 
 /// Options of [`merge_groups`].
 #[derive(Debug, Clone)]

@@ -27,7 +27,7 @@ use crate::error::Result;
 use crate::fold::MergeFunction;
 use crate::merge::plan::MergeOptions;
 use crate::merge::stream::{merge, MergeStream};
-use crate::merge::version::VersionColumns;
+use crate::runs::version::VersionColumns;
 pub use files::{parquet_file, run_of_files, run_of_parquet, DataFile, Fetch};
 use groups::{merge_groups, GroupOptions};
 pub use prefetch::Prefetch;

@@ -13,7 +13,7 @@ use arrow_schema::ArrowError;
 
 use super::workers;
 use crate::error::MergeError;
-use crate::merge::run::Run;
+use crate::runs::Run;
 
 /// Batches each worker may have decoded before the merge takes them.
 const QUEUE_BATCHES: usize = 2;

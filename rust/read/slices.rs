@@ -32,7 +32,7 @@ use super::files::{run_of_files, with_page_index, DataFile, SharedZones, Side};
 use super::groups::read_ahead_share;
 use super::key_range::{comparator, KeyRange};
 use crate::error::Result;
-use crate::merge::run::Run;
+use crate::runs::Run;
 
 /// Rows a slice should have at least: below that, a thread costs more than it saves.
 pub const MIN_SLICE_ROWS: u64 = 1 << 16;

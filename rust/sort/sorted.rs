@@ -7,12 +7,12 @@ use arrow_row::Rows;
 use arrow_schema::SchemaRef;
 
 use crate::error::Result;
+use crate::fold::builder::{OutputBuilder, OutputColumns};
 use crate::fold::Folder;
 use crate::keys::common_prefix_len;
-use crate::merge::builder::{OutputBuilder, OutputColumns};
-use crate::merge::run::Layout;
-use crate::merge::store::{BatchStore, RowRef};
-use crate::merge::version::compare_versions;
+use crate::runs::store::{BatchStore, RowRef};
+use crate::runs::version::compare_versions;
+use crate::runs::Layout;
 
 /// Buffered batches (in the store, in arrival order) and their keys in row format
 /// (`keys[i]` belongs to stored batch `i`).

@@ -9,7 +9,7 @@ use arrow_array::builder::{Int64Builder, ListBuilder, MapBuilder};
 use arrow_array::{ArrayRef, BooleanArray, Int64Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
-use crate::merge::version::{RowKind, VersionColumns};
+use crate::runs::version::{RowKind, VersionColumns};
 use crate::{merge, AggFunction, AggregateField, MergeFunction, MergeOptions, Run, SequenceGroup};
 
 /// A value column of each type some aggregate function takes, one row long.

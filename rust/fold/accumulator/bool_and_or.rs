@@ -1,7 +1,7 @@
 //! `bool_and` and `bool_or`: the logical and, or or, of the non-null booleans.
 
 use super::{null_or_other, Acc, AccError, Accumulator, Cx, Output, State};
-use crate::fold::value::Value;
+use crate::runs::value::Value;
 
 pub(super) struct BoolAgg {
     pub(super) and: bool,

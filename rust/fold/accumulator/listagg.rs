@@ -1,7 +1,7 @@
 //! `listagg`: the non-blank strings joined in version order, each once with `distinct`.
 
 use super::{Acc, AccError, Accumulator, Cx, Output, State};
-use crate::fold::value::Value;
+use crate::runs::value::Value;
 
 /// Java's `Character.isWhitespace`, which Paimon's blank test uses.
 fn java_whitespace(c: char) -> bool {

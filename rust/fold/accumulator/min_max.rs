@@ -3,7 +3,7 @@
 use std::cmp::Ordering;
 
 use super::{null_or_other, Acc, AccError, Accumulator, Cx, Output, State};
-use crate::fold::value::Value;
+use crate::runs::value::Value;
 
 /// Java's order of values for min and max (`Float.compare` for floats: `-0.0 < 0.0`,
 /// every NaN above everything and equal to each other).

@@ -32,9 +32,9 @@ use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef};
 use arrow_schema::{DataType, Field};
 
-use super::value::{kind_of, read, Value, ValueKind};
 use crate::error::{invalid, Result};
-use crate::merge::store::{BatchStore, RowRef};
+use crate::runs::store::{BatchStore, RowRef};
+use crate::runs::value::{kind_of, read, Value, ValueKind};
 use bool_and_or::BoolAgg;
 use collect::CollectAgg;
 use first_value::{FirstNonNullAgg, FirstValueAgg};

@@ -2,7 +2,7 @@
 
 use super::number::{div_half_up, gcd, pow10, Number};
 use super::{null_or_other, Acc, AccError, Accumulator, Cx, Output, State};
-use crate::fold::value::Value;
+use crate::runs::value::Value;
 
 pub(super) struct ProductAgg(pub(super) Number);
 

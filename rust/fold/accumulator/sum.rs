@@ -2,7 +2,7 @@
 
 use super::number::Number;
 use super::{null_or_other, Acc, AccError, Accumulator, Cx, Output, State};
-use crate::fold::value::Value;
+use crate::runs::value::Value;
 
 pub(super) struct SumAgg(pub(super) Number);
 

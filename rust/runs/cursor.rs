@@ -12,12 +12,12 @@ use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{ArrowError, SchemaRef};
 
 use super::store::{BatchStore, RowRef, StoredBatch};
+use super::value::ColumnView;
 use super::version::{
     check_row_kind_type, compare_versions, first_null, BatchVersions, SequenceOrder, SequenceType,
     VersionColumns,
 };
 use crate::error::{blame, invalid, Result, RowLocation};
-use crate::fold::value::ColumnView;
 use crate::keys::{KeyEncoder, KeyValues};
 
 /// A run's batches, in key order.

@@ -10,8 +10,8 @@ use std::sync::Arc;
 use arrow_array::{new_null_array, ArrayRef, RecordBatch};
 use arrow_schema::{Field, Schema, SchemaRef};
 
+use super::value::{ColumnView, Value};
 use super::version::{BatchVersions, RowKind, Version};
-use crate::fold::value::{ColumnView, Value};
 
 /// A row of a stored batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,7 +29,7 @@ pub(crate) struct StoredBatch {
     pub first_row: u64,
     /// Views of the columns the merge function reads, in [`Layout::view_columns`] order.
     ///
-    /// [`Layout::view_columns`]: super::run::Layout
+    /// [`Layout::view_columns`]: super::cursor::Layout
     pub views: Vec<ColumnView>,
 }
 

@@ -29,7 +29,7 @@ pub(crate) enum Value<'a> {
 
 impl Value<'_> {
     /// Numbers by value (floats by IEEE total order), bytes lexicographically (min and
-    /// max use [`super::accumulator::java_compare`], which orders NaNs as Java does).
+    /// max use the fold's `java_compare`, which orders NaNs as Java does).
     pub(crate) fn compare(&self, other: &Self) -> Ordering {
         match (self, other) {
             (Value::Int(a), Value::Int(b)) => a.cmp(b),

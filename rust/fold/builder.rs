@@ -27,11 +27,11 @@ use arrow_buffer::{NullBuffer, OffsetBuffer};
 use arrow_schema::{DataType, SchemaRef};
 use arrow_select::interleave::interleave;
 
-use super::store::{BatchStore, RowRef};
-use super::version::{row_kind_array, RowKind};
+use super::accumulator::{nested_values, Acc, Cx};
 use crate::error::{invalid, MergeError, Result};
-use crate::fold::accumulator::{nested_values, Acc, Cx};
-use crate::fold::value::Computed;
+use crate::runs::store::{BatchStore, RowRef};
+use crate::runs::value::Computed;
+use crate::runs::version::{row_kind_array, RowKind};
 
 /// How a `Newest` column picks among an output row's candidates (oldest first).
 #[derive(Debug, Clone, Copy)]
