@@ -1,18 +1,21 @@
 """``mc.Catalog``, against pypaimon's own filesystem catalog on the same warehouse: what
 merge-core creates, pypaimon lists and reads, and the other way round; a table is what
 Paimon counts as one (a directory with a schema file); every error, and the names Paimon
-refuses; drop and rename; one warehouse on S3."""
+refuses; drop and rename; the command line's DB.TABLE forms; one warehouse on S3."""
 
 from __future__ import annotations
 
 import os
+import subprocess
 
 import merge_core as mc
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 import test_object_store as s3
 from helpers import pypaimon_commit
 from merge_core import fs
+from test_cli import CLI, run
 
 pypaimon = pytest.importorskip("pypaimon")
 
@@ -308,6 +311,102 @@ def test_rename_moves_the_table_within_and_across_databases(catalog):
     assert read_theirs(other.get_table("archive.sales_2026")) == ROWS
     catalog.get_table("archive.sales_2026").write(pa.Table.from_pylist(ROWS[:1], schema=SCHEMA))  # still a table
     assert catalog.get_table("archive.sales_2026").snapshots() == [1, 2]
+
+
+# -- the command line --------------------------------------------------------------------
+
+
+def test_the_cli_takes_db_table_with_a_warehouse(tmp_path):
+    pq.write_table(pa.Table.from_pylist(ROWS, schema=SCHEMA), tmp_path / "in.parquet")
+    lake = str(tmp_path / "lake")
+
+    def ok(*args):
+        result = run(*args, cwd=tmp_path)
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+
+    assert ok("catalog", "list", "--warehouse", lake) == f"no databases in {lake}\n"
+    assert ok("catalog", "create-database", "shop", "--warehouse", lake) == f"created database shop in {lake}\n"
+    ok("table", "create", "shop.orders", "--warehouse", lake, "--like", "in.parquet", "-k", "id", "--buckets", "2")
+    ok("table", "write", "shop.orders", "-w", lake, "in.parquet")
+    ok("table", "read", "shop.orders", "-w", lake, "-o", "out.parquet")
+    assert pq.read_table(tmp_path / "out.parquet").sort_by("id").to_pylist() == ROWS
+    assert f"table {lake}/shop.db/orders (paimon)" in ok("table", "info", "shop.orders", "-w", lake)
+    ok("table", "info", f"{lake}/shop.db/orders")  # the path still works
+    assert ok("catalog", "list", "-w", lake) == "shop\n"
+    assert read_theirs(theirs(lake).get_table("shop.orders")) == ROWS
+
+    assert ok("catalog", "rename-table", "shop.orders", "shop.sales", "-w", lake) == (
+        "renamed table shop.orders to shop.sales\n"
+    )
+    assert ok("catalog", "list", "shop", "-w", lake) == "shop.sales\n"
+    assert ok("catalog", "create-database", "shop", "-w", lake, "--if-not-exists") == (
+        f"database shop already exists in {lake}\n"
+    )
+    assert ok("catalog", "drop-table", "shop.nope", "-w", lake, "--if-exists").startswith("no table shop.nope")
+    assert ok("catalog", "drop-database", "nope", "-w", lake, "--if-exists").startswith("no database nope")
+    ok("table", "create", "shop.stock", "-w", lake, "--like", "in.parquet", "-k", "id")
+    assert ok("catalog", "drop-table", "shop.stock", "-w", lake).startswith("dropped table shop.stock")
+    assert ok("catalog", "drop-database", "shop", "-w", lake, "--cascade") == (
+        "dropped database shop and its 1 table (sales)\n"
+    )
+    assert ok("catalog", "list", "-w", lake) == f"no databases in {lake}\n"
+
+
+CLI_ERRORS = [
+    # (arguments, the one line expected on stderr, exit status)
+    (["table", "info", "shop.orders"], "TABLE shop.orders reads as DB.TABLE: give its warehouse with --warehouse", 2),
+    (["table", "create", "shop.new", "--like", "in.parquet", "-k", "id"], "reads as DB.TABLE", 2),
+    (["table", "info", "lake/shop.db/orders", "-w", "lake"], "with --warehouse, TABLE is DB.TABLE", 2),
+    (["table", "info", "orders", "-w", "lake"], "with --warehouse, TABLE is DB.TABLE", 2),
+    (["table", "info", "shop.nope", "-w", "lake"], "error: table shop.nope does not exist in", 2),
+    (["table", "info", "nope.orders", "-w", "lake"], "error: database 'nope' does not exist in", 2),
+    (["table", "info", "shop.orders", "-w", "in.parquet"], "the warehouse", 2),
+    (["table", "create", "shop.orders", "-w", "lake", "--like", "in.parquet", "-k", "id"], "already exists", 2),
+    (["table", "create", "nope.t", "-w", "lake", "--like", "in.parquet", "-k", "id"], "database 'nope' does not", 2),
+    (["table", "read", "shop.orders$snapshots", "-w", "lake", "-o", "x.parquet"], "unsupported: ", 3),
+    (["catalog", "list"], "the following arguments are required: -w/--warehouse", 2),
+    (["catalog", "list", "nope", "-w", "lake"], "error: database 'nope' does not exist", 2),
+    (["catalog", "list", "sys", "-w", "lake"], "unsupported: 'sys' is Paimon's system database", 3),
+    (["catalog", "create-database", "shop", "-w", "lake"], "error: database 'shop' already exists", 2),
+    (["catalog", "create-database", "a.b", "-w", "lake"], "holds a dot", 2),
+    (["catalog", "drop-database", "shop", "-w", "lake"], "is not empty: it holds 1 table (orders); drop them", 2),
+    (["catalog", "drop-database", "sys", "-w", "lake"], "'sys' is Paimon's system database: it cannot be", 2),
+    (["catalog", "drop-database", "nope", "-w", "lake"], "error: database 'nope' does not exist", 2),
+    (["catalog", "drop-table", "shop.nope", "-w", "lake"], "error: table shop.nope does not exist", 2),
+    (["catalog", "drop-table", "shop", "-w", "lake"], "'shop' does not name a table", 2),
+    (["catalog", "rename-table", "shop.orders", "shop.orders", "-w", "lake"], "shop.orders already exists", 2),
+    (["catalog", "rename-table", "shop.nope", "shop.x", "-w", "lake"], "table shop.nope does not exist", 2),
+]
+
+
+@pytest.mark.parametrize("args, message, status", CLI_ERRORS, ids=[" ".join(e[0][:3]) for e in CLI_ERRORS])
+def test_cli_mistakes_are_one_line_with_their_exit_status(tmp_path, args, message, status):
+    pq.write_table(pa.Table.from_pylist(ROWS, schema=SCHEMA), tmp_path / "in.parquet")
+    catalog = mc.Catalog(tmp_path / "lake")
+    catalog.create_database("shop")
+    new_table(catalog, "shop.orders")
+    before = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*"))
+    result = subprocess.run([CLI, *args], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert result.returncode == status, result.stderr
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith("merge-core"), result.stderr
+    assert message in result.stderr
+    assert "cascade=True" not in result.stderr and "Traceback" not in result.stderr
+    assert result.stdout == ""
+    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) == before
+
+
+ACTIONS = [[], ["list"], ["create-database"], ["drop-database"], ["drop-table"], ["rename-table"]]
+
+
+@pytest.mark.parametrize("action", ACTIONS, ids=lambda a: " ".join(["catalog", *a]))
+def test_the_catalog_command_and_each_action_have_their_own_help(action):
+    result = run("catalog", *action, "--help")
+    assert result.returncode == 0, result.stderr
+    examples = result.stdout.split("examples:\n", 1)[1].splitlines()
+    runs = [line.strip() for line in examples if line.strip().startswith("merge-core ")]
+    assert runs and all(line.startswith(" ".join(["merge-core catalog", *action, ""])) for line in runs), runs
+    assert "--warehouse" in result.stdout
 
 
 # -- on S3 -------------------------------------------------------------------------------
