@@ -42,6 +42,7 @@ _LAZY = {
     "merge_from_paimon_options": ".paimon",
     "paimon_options": ".paimon",
     "Table": ".paimon",
+    "Catalog": ".paimon",
     "DynamicFilter": "._filter",
     "__version__": "._native",
 }
@@ -53,7 +54,7 @@ if TYPE_CHECKING:
     from ._native import Stream, __version__
     from ._sort import SortBuffer, sort
     from .merge_functions import Aggregate, Deduplicate, FirstRow, MergeSpec, PartialUpdate
-    from .paimon import PaimonMerge, Table, merge_from_paimon_options, paimon_options
+    from .paimon import Catalog, PaimonMerge, Table, merge_from_paimon_options, paimon_options
 
 
 def __getattr__(name: str) -> object:
@@ -94,6 +95,7 @@ __all__ = [
     "CorruptTableError",
     "UnsupportedFeatureError",
     "Table",
+    "Catalog",
     "DynamicFilter",
     "__version__",
 ]

@@ -32,11 +32,13 @@ class TableIOError(MergeCoreError, OSError):
 
 
 class TableNotFoundError(MergeCoreError, FileNotFoundError):
-    """No merge-core table at the given path (or no such snapshot)."""
+    """No merge-core table at the given path (or no such snapshot, tag, or database of a
+    catalog)."""
 
 
 class TableExistsError(MergeCoreError, FileExistsError):
-    """A table already exists at the given path."""
+    """A table already exists at the given path (or a tag, or a database of a catalog, of
+    that name)."""
 
 
 class CorruptTableError(MergeCoreError):

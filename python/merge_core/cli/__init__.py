@@ -1,7 +1,7 @@
 """The ``merge-core`` command line: :func:`main` is its entry point, the parser and the
 answer to a failure are in :mod:`.app`, and each command is a module of its own
-(``merge``, ``sort``, ``gen``, ``upsert``, ``demo``, ``bench``, ``table``) over what they
-share (:mod:`.common`).
+(``merge``, ``sort``, ``gen``, ``upsert``, ``demo``, ``bench``, ``table``, ``catalog``) over
+what they share (:mod:`.common`).
 
 Ctrl-C belongs to the command from its first moment: while pyarrow and the native module
 load (a second or more), it ends the process as an interrupted command does, with exit

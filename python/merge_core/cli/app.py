@@ -1,5 +1,6 @@
 """The ``merge-core`` command line: its parser, one sub-command per module of this
-package (merge, sort, gen, upsert, demo, bench, table), and the answer to a failure.
+package (merge, sort, gen, upsert, demo, bench, table, catalog), and the answer to a
+failure.
 
 Every command checks its arguments (files, columns, sizes, directories) before it starts
 work, shows one progress line on stderr when stderr is a terminal, ends with a summary on
@@ -20,7 +21,7 @@ from typing import Any
 
 import merge_core as mc
 
-from . import bench, demo, gen, merge, sort, table, upsert
+from . import bench, catalog, demo, gen, merge, sort, table, upsert
 from .common import Parser, report
 
 EXAMPLES = """examples:
@@ -31,6 +32,7 @@ EXAMPLES = """examples:
   merge-core sort big.parquet -k id --memory 256MiB -o sorted.parquet
   merge-core bench --scale small                    merge-core vs DuckDB, Polars, DataFusion, Spark, pypaimon
   merge-core table --help                           Paimon tables: create, write, read, compact, info, expire
+  merge-core catalog --help                         a warehouse's databases and tables (Paimon's filesystem catalog)
 
 Run 'merge-core COMMAND --help' for a command's options and examples.
 """
@@ -46,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"merge-core {mc.__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    for command in (merge, sort, gen, upsert, demo, bench, table):
+    for command in (merge, sort, gen, upsert, demo, bench, table, catalog):
         command.add_command_to(commands)
     return parser
 

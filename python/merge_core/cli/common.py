@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import os
 import re
 import sys
@@ -229,6 +230,83 @@ def check_spill_dir(path: str | None) -> None:
         raise UserError(f"--spill-dir {path}: cannot write into it (permission denied)")
 
 
+# -- TABLE: a table's directory, or DB.TABLE in a warehouse ---------------------------
+
+
+def add_warehouse_option(p: argparse.ArgumentParser, required: bool = False) -> None:
+    """``--warehouse W``: where DB.TABLE names live (read back by :func:`table_ref`)."""
+    p.add_argument(
+        "-w",
+        "--warehouse",
+        default=None,
+        required=required,
+        metavar="W",
+        help="a warehouse (a directory or s3:// URI) laid out as Paimon's filesystem catalog, <W>/<DB>.db/<TABLE>;"
+        " TABLE is then DB.TABLE",
+    )
+
+
+def is_remote(path: str) -> bool:
+    """Whether ``path`` is a URI of a remote store (``s3://``), where there is no local
+    file to check first."""
+    return "://" in path and not path.startswith("file://")
+
+
+@dataclasses.dataclass(frozen=True)
+class TableRef:
+    """TABLE as the command line gave it: a table's directory, or (with ``catalog``) the
+    DB.TABLE of a warehouse."""
+
+    text: str
+    catalog: mc.Catalog | None = None
+
+    def open(self) -> mc.Table:
+        """The table, or a UserError naming what is there instead."""
+        if self.catalog is not None:
+            return self.catalog.get_table(self.text)
+        if not is_remote(self.text) and os.path.exists(self.text) and not os.path.isdir(self.text):
+            raise UserError(f"TABLE {self.text} is a file, not a table's directory")
+        try:
+            return mc.Table.open(self.text)
+        except (mc.TableNotFoundError, NotADirectoryError):
+            raise UserError(
+                f"no table at {self.text} (create one with: merge-core table create {self.text} --like FILE.parquet"
+                " -k KEY)"
+            ) from None
+
+    def create(self, schema: pa.Schema, **options: Any) -> mc.Table:
+        """A new table (``options`` as ``mc.Table.create`` takes them)."""
+        if self.catalog is not None:
+            return self.catalog.create_table(self.text, schema, **options)
+        if not is_remote(self.text):
+            check_local_parent(self.text)
+        return mc.Table.create(self.text, schema, **options)
+
+
+def table_ref(text: str, warehouse: str | None) -> TableRef:
+    """TABLE resolved: with ``--warehouse``, DB.TABLE of the warehouse's catalog; without,
+    a table's directory. A DB.TABLE given without ``--warehouse`` is named as such."""
+    if warehouse is not None:
+        if "/" in text or os.sep in text or "." not in text:
+            raise UserError(f"with --warehouse, TABLE is DB.TABLE (a database and a table of {warehouse}), got {text}")
+        return TableRef(text, mc.Catalog(warehouse))
+    if "." in text.strip(".") and "/" not in text and os.sep not in text and not os.path.exists(text):
+        raise UserError(
+            f"TABLE {text} reads as DB.TABLE: give its warehouse with --warehouse W (for a directory of that name,"
+            f" write ./{text})"
+        )
+    return TableRef(text)
+
+
+def check_local_parent(path: str) -> None:
+    """Fails if ``path`` or the nearest existing directory above it is a file."""
+    parent = os.path.dirname(os.path.abspath(path))
+    while not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent) or (os.path.exists(path) and not os.path.isdir(path)):
+        raise UserError(f"TABLE {path}: {parent if not os.path.isdir(parent) else path} is a file")
+
+
 # -- output ---------------------------------------------------------------------------
 
 
@@ -433,6 +511,7 @@ _FLAGS = [
     (r"\bsequence names columns\b", "--sequence names columns"),
     (r"\bbuckets must be\b", "--buckets must be"),
     (r"\bmc\.Table\.create\b|\bTable\.create\b", "merge-core table create"),
+    (r"\bpass cascade=True\b", "pass --cascade"),
 ]
 _LOCATION = re.compile(r"\brun (\d+), (row|batch) (\d+)")
 _IN_RUN = re.compile(r"\bin run (\d+)\b")

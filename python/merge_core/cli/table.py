@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from typing import Any
 
 import pyarrow as pa
@@ -20,6 +19,7 @@ from .common import (
     add_memory_option,
     add_merge_options,
     add_null_string_option,
+    add_warehouse_option,
     check_columns,
     check_no_null_keys,
     check_output,
@@ -31,6 +31,7 @@ from .common import (
     parse_memory,
     plural,
     rate,
+    table_ref,
     write_stream,
 )
 
@@ -42,6 +43,7 @@ EXAMPLES = """examples:
   merge-core table info lake/users
   merge-core table expire lake/users --keep 3
   merge-core table tag lake/users before-backfill
+  merge-core table info shop.users --warehouse lake         DB.TABLE in a warehouse (merge-core catalog)
 
 Run 'merge-core table ACTION --help' for an action's options and examples.
 """
@@ -51,6 +53,7 @@ ACTION_EXAMPLES = {
 merge-core table create lake/users --like data/0.parquet -k uuid --buckets 8 --preset contest
 merge-core table create lake/sales --like sales.parquet -k id --partition-by day --option write-buffer-size=256mb
 merge-core table create lake/users --like changes.parquet -k id --row-kind op    op: kinds, not a column
+merge-core table create shop.users --warehouse lake --like data/0.parquet -k uuid    in lake/shop.db/users
 """,
     "write": """
 merge-core table write lake/users data/*.parquet --null-string name     one commit per file
@@ -69,6 +72,7 @@ merge-core table compact lake/users --full
     "info": """
 merge-core table info lake/users
 merge-core table info lake/users --json
+merge-core table info shop.users --warehouse lake
 """,
     "expire": """
 merge-core table expire lake/users
@@ -95,7 +99,8 @@ def add_command_to(commands: argparse._SubParsersAction) -> None:
 
     def sub(name: str, help: str) -> argparse.ArgumentParser:
         p = add_command(actions, name, help, ACTION_EXAMPLES[name])
-        p.add_argument("path", metavar="TABLE", help="the table's directory")
+        p.add_argument("path", metavar="TABLE", help="the table's directory (or DB.TABLE with --warehouse)")
+        add_warehouse_option(p)
         return p
 
     p = sub("create", "create an empty table with the columns of a Parquet file")
@@ -176,27 +181,14 @@ def add_command_to(commands: argparse._SubParsersAction) -> None:
     p.set_defaults(run=cmd_tag)
 
 
-def _remote(path: str) -> bool:
-    """Whether ``path`` is a URI of a remote store (``s3://``), where there is no local
-    file to check first."""
-    return "://" in path and not path.startswith("file://")
-
-
-def open_table(path: str) -> mc.Table:
-    """The table at ``path``, or a UserError naming what is there instead."""
-    if not _remote(path) and os.path.exists(path) and not os.path.isdir(path):
-        raise UserError(f"TABLE {path} is a file, not a table's directory")
-    try:
-        return mc.Table.open(path)
-    except (mc.TableNotFoundError, NotADirectoryError):
-        raise UserError(
-            f"no table at {path} (create one with: merge-core table create {path} --like FILE.parquet -k KEY)"
-        ) from None
+def open_table(path: str, warehouse: str | None = None) -> mc.Table:
+    """The table TABLE names (a directory, or DB.TABLE with --warehouse), or a UserError
+    naming what is there instead."""
+    return table_ref(path, warehouse).open()
 
 
 def cmd_create(args: argparse.Namespace) -> int:
-    if not _remote(args.path):
-        _check_local_parent(args.path)
+    where = table_ref(args.path, args.warehouse)
     schema = open_parquet(args.like, "--like").schema_arrow
     if args.row_kind is not None:
         check_columns([args.row_kind], "--row-kind", schema, args.like)
@@ -206,8 +198,7 @@ def cmd_create(args: argparse.Namespace) -> int:
     check_positive(args.buckets, "--buckets", 65536)
     merge = contest.CONTEST_MERGE if args.preset == "contest" else merge_option(args, [(args.like, schema)])
     options = dict(_key_value(item, "--option KEY=VALUE") for item in args.option)
-    table = mc.Table.create(
-        args.path,
+    table = where.create(
         schema,
         key=args.key,
         partition_by=args.partition_by,
@@ -221,17 +212,8 @@ def cmd_create(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_local_parent(path: str) -> None:
-    """Fails if ``path`` or the nearest existing directory above it is a file."""
-    parent = os.path.dirname(os.path.abspath(path))
-    while not os.path.exists(parent):
-        parent = os.path.dirname(parent)
-    if not os.path.isdir(parent) or (os.path.exists(path) and not os.path.isdir(path)):
-        raise UserError(f"TABLE {path}: {parent if not os.path.isdir(parent) else path} is a file")
-
-
 def cmd_write(args: argparse.Namespace) -> int:
-    table = open_table(args.path)
+    table = open_table(args.path, args.warehouse)
     files = [(p, open_parquet(p, "IN")) for p in args.inputs]
     for path, parquet in files:
         missing = [n for n in table.schema.names if n not in parquet.schema_arrow.names]
@@ -260,7 +242,7 @@ def cmd_write(args: argparse.Namespace) -> int:
 
 
 def cmd_read(args: argparse.Namespace) -> int:
-    table = open_table(args.path)
+    table = open_table(args.path, args.warehouse)
     partitions: dict[str, list[str]] = {}
     for item in args.partition:
         column, value = _key_value(item, "--partition COL=VALUE")
@@ -291,7 +273,7 @@ def cmd_read(args: argparse.Namespace) -> int:
 
 
 def cmd_compact(args: argparse.Namespace) -> int:
-    table = open_table(args.path)
+    table = open_table(args.path, args.warehouse)
     kind = "full" if args.full else "partial"
     with Progress() as progress:
         progress.show(f"{kind} compaction: merging buckets")
@@ -306,7 +288,7 @@ def cmd_compact(args: argparse.Namespace) -> int:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    info = open_table(args.path).info()
+    info = open_table(args.path, args.warehouse).info()
     if args.json:
         print(json.dumps(info, indent=2))
         return 0
@@ -344,7 +326,7 @@ def describe(info: dict[str, Any]) -> str:
 
 
 def cmd_expire(args: argparse.Namespace) -> int:
-    table = open_table(args.path)
+    table = open_table(args.path, args.warehouse)
     if args.keep is not None:
         check_positive(args.keep, "--keep")
     if args.orphan_age < 0:
@@ -366,7 +348,7 @@ def _key_value(item: str, usage: str) -> tuple[str, str]:
 
 
 def cmd_tag(args: argparse.Namespace) -> int:
-    table = open_table(args.path)
+    table = open_table(args.path, args.warehouse)
     if args.name is None:
         if args.delete or args.snapshot is not None:
             raise UserError("--delete and --snapshot need a tag NAME")

@@ -8,6 +8,7 @@ commits (``_commit``) and ``_expire`` handle the metadata. ``_validation`` holds
 Paimon checks a schema against, at create and at open.
 """
 
+from ._catalog import Catalog
 from ._commit import CommitMessage, summary
 from ._compact import CompactTask
 from ._merge_options import PaimonMerge, merge_from_paimon_options, paimon_options
@@ -17,6 +18,7 @@ from ._write import TableWrite
 
 __all__ = [
     "Table",
+    "Catalog",
     "Plan",
     "Split",
     "Section",
