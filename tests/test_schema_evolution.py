@@ -40,6 +40,12 @@ def pypaimon_rows(root: Path) -> list[dict]:
     return by_key(builder.new_read().to_arrow(builder.new_scan().plan().splits()).to_pylist())
 
 
+def pypaimon_rows_at(root: Path, snapshot: int) -> list[dict]:
+    table = catalog(root).get_table(identifier(root)).copy({"scan.snapshot-id": str(snapshot)})
+    builder = table.new_read_builder()
+    return by_key(builder.new_read().to_arrow(builder.new_scan().plan().splits()).to_pylist())
+
+
 def our_rows(table: mc.Table, **kwargs) -> list[dict]:
     return by_key(table.read(**kwargs).read_all().to_pylist())
 
@@ -168,6 +174,22 @@ def test_time_travel_reads_a_snapshot_with_its_own_schema(tmp_path):
     assert old.to_pylist() == [{"k": 1, "a": 1, "b": "x", "c": "y"}]
     assert by_key(pypaimon_rust_rows(Path(table.path), snapshot=1)) == old.to_pylist()
     assert our_rows(table) == [{"k": 1, "a": 1, "name": "x"}, {"k": 2, "a": 2, "name": "z"}]
+
+
+def test_a_travelling_read_merges_by_the_current_options_as_paimon_does(tmp_path):
+    """Paimon reads an older snapshot's columns with the table's current options: after
+    ``v`` (summed) is renamed ``w``, the option names ``w`` and the old ``v`` takes the
+    default function (the newest non-null value), in pypaimon and pypaimon-rust alike."""
+    schema = pa.schema([pa.field("k", pa.int64(), False), ("v", pa.int64())])
+    table = mc.Table.create(tmp_path / "db.db" / "t", schema, key="k", merge=mc.Aggregate({"v": "sum"}), buckets=1)
+    table.write(pa.table({"k": [1], "v": [1]}))
+    table.write(pa.table({"k": [1], "v": [2]}))
+    table.rename_column("v", "w")
+    table.write(pa.table({"k": [1], "w": [4]}))
+    assert our_rows(table) == [{"k": 1, "w": 7}]
+    old = our_rows(table, snapshot=2)
+    assert old == [{"k": 1, "v": 2}]
+    assert old == pypaimon_rows_at(Path(table.path), 2) == by_key(pypaimon_rust_rows(Path(table.path), snapshot=2))
 
 
 def test_merge_core_reads_and_writes_after_pypaimons_changes(tmp_path):

@@ -496,7 +496,7 @@ class Table:
             schema = self._schema_of(snap)
             columns = tuple(schema.arrow.names)
             self._planner = Planner(
-                self._root, snap, schema, columns, _read_columns(schema, self._setup, list(columns))
+                self._root, snap, schema, columns, _read_columns(schema, self._setup_for(schema), list(columns))
             )
         return self._planner
 
@@ -562,7 +562,9 @@ class Table:
             files = [f for f in files if f.level > 0]
         splits = []
         if snap:
-            planner = Planner(self._root, snap, schema, tuple(wanted), _read_columns(schema, self._setup, wanted))
+            planner = Planner(
+                self._root, snap, schema, tuple(wanted), _read_columns(schema, self._setup_for(schema), wanted)
+            )
             splits = planner.splits(files, chosen)
         files_read = sum(s.files for s in splits)
         partitions = len({f.partition for f in files})
@@ -705,6 +707,17 @@ class Table:
             return _checked_schema(self._root, snap.schema_id)
         return self._schema
 
+    def _setup_for(self, schema: TableSchema) -> PaimonMerge:
+        """The merge of a read in ``schema``. As in Paimon, a read of an older schema (a
+        travelling read) merges by the table's current options over the older columns;
+        per-column options of columns that schema lacks (renamed or added since) do not
+        apply to it, as Paimon's merge functions look their options up by column."""
+        if schema.id == self._schema.id:
+            return self._setup
+        names = {f.name for f in schema.fields}
+        options = {k: v for k, v in self._schema.options.items() if _columns_known(k, names)}
+        return merge_from_paimon_options(options)
+
     def _read(
         self,
         splits: list[Split],
@@ -717,7 +730,8 @@ class Table:
         """The splits' sections merged in Rust, each on its own, output in order."""
         if not isinstance(batch_size, int) or batch_size < 1:
             raise InvalidInputError(f"batch_size must be a positive integer, got {batch_size!r}")
-        read = _read_columns(schema, self._setup, columns)
+        setup = self._setup_for(schema)
+        read = _read_columns(schema, setup, columns)
         # A partition column may be null (the default partition), even in a primary key.
         read_schema = pa.schema(
             [
@@ -732,7 +746,6 @@ class Table:
             for split in splits
             for section in split.sections
         ]
-        setup = self._setup
         options = {
             "key": list(schema.trimmed_keys),
             "sequence": list(setup.sequence),
@@ -744,6 +757,15 @@ class Table:
             "stats": list(stats.items()),
         }
         return _native.read_paimon(read_schema, sections, options)
+
+
+def _columns_known(option: str, names: set[str]) -> bool:
+    """Whether a ``fields.<columns>.<option>`` option (any other option: yes) names only
+    columns of ``names``."""
+    parts = option.split(".")
+    if parts[0] != "fields" or len(parts) < 3:
+        return True
+    return all(c in names or c == "default-aggregate-function" for c in parts[1].split(",") if c)
 
 
 def _check_names(messages: Sequence[CommitMessage]) -> None:
