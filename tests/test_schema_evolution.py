@@ -361,6 +361,16 @@ def test_a_change_racing_another_applies_on_top_of_it_never_over_it(tmp_path, mo
     assert second.schema.names[-2:] == ["x", "y"]
 
 
+def test_a_damaged_latest_schema_is_named_not_changed(tmp_path):
+    table = new_table(tmp_path)
+    (Path(table.path) / "schema" / "schema-1").write_text(
+        '{"version": 3, "id": 1, "fields": [{"id": 0}], "highestFieldId": 0}'
+    )
+    with pytest.raises(mc.CorruptTableError, match="schema-1"):
+        table.add_column("x", pa.int64())
+    assert sorted(p.name for p in (Path(table.path) / "schema").iterdir()) == ["schema-0", "schema-1"]
+
+
 def test_a_table_altered_with_a_cast_merge_core_would_not_match_is_refused_on_read(tmp_path):
     root = tmp_path / "db.db" / "t"
     table = new_table(tmp_path)

@@ -143,15 +143,15 @@ def commit_changes(root: Location, changes: Sequence[Any], check: Callable[[Tabl
 
 
 def _stored(path: Location) -> dict[str, Any]:
+    """The schema file at ``path`` as its JSON document, once it parses as a schema."""
     try:
-        document = json.loads(path.read_text())
+        text = path.read_text()
     except FileNotFoundError as e:
         raise CorruptTableError(f"{path} vanished while it was the latest schema") from e
-    except (ValueError, UnicodeDecodeError) as e:
-        raise CorruptTableError(f"{path} is not a schema's JSON ({e})") from e
-    if not isinstance(document, dict) or not isinstance(document.get("fields"), list):
-        raise CorruptTableError(f"{path} is not a schema's JSON (no list of fields)")
-    return document
+    except UnicodeDecodeError as e:
+        raise CorruptTableError(f"{path} is not a schema's JSON (not UTF-8 text: {e})") from e
+    TableSchema.parse(text, str(path))  # a CorruptTableError naming the file if it is not one
+    return json.loads(text)
 
 
 # -- applying them -------------------------------------------------------------------------
