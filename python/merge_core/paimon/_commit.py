@@ -28,7 +28,7 @@ from ..errors import CommitConflictError, CorruptTableError, TableIOError, Table
 from ..fs import Location
 from . import _binary, _key_order
 from ._meta import ADD, DELETE, MANIFEST_VERSIONS, Snapshot, latest_snapshot_id, live_entries, read_avro
-from ._schema import TableSchema
+from ._schema import TableSchema, schema_ids
 
 BATCH_COMMIT_IDENTIFIER = (1 << 63) - 1  # what Paimon's batch writers use
 MERGE_MIN_COUNT = 30  # manifests in a base list before they are folded into one
@@ -253,7 +253,7 @@ class Committer:
         document = {
             "version": 3,
             "id": snapshot_id,
-            "schemaId": self.schema.id,
+            "schemaId": max([self.schema.id, *schema_ids(self.root)]),  # the latest, as Paimon's commit takes it
             "baseManifestList": base_list,
             "baseManifestListSize": base_size,
             "deltaManifestList": delta_list,

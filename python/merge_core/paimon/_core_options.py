@@ -878,9 +878,9 @@ OPTIONS: tuple[CoreOption, ...] = _options(
     ("materialized-table.refresh-status", _enum("initializing", "activated", "suspended"), A, A, CATALOG),
     ("materialized-table.refresh-handler-description", _string, A, A, CATALOG),
     ("materialized-table.refresh-handler-bytes", _string, A, A, CATALOG),
-    ("alter-column-null-to-not-null.disabled", _bool, A, A, "schema changes, which merge-core does not make"),
-    ("disable-explicit-type-casting", _bool, A, A, "schema changes, which merge-core does not make"),
-    ("add-column-before-partition", _bool, A, A, "schema changes, which merge-core does not make"),
+    ("alter-column-null-to-not-null.disabled", _bool, H, H, "whether `alter_column` may make a column NOT NULL"),
+    ("disable-explicit-type-casting", _bool, H, H, "whether `alter_column` may change a type beyond widenings"),
+    ("add-column-before-partition", _bool, H, H, "where `add_column` puts a column without `after`"),
     ("zorder.var-length-contribution", _int, A, A, "append tables' sort compaction"),
     # -- clustering, row tracking, data evolution -----------------------------------------
     (

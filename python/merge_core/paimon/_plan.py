@@ -19,6 +19,7 @@ import numpy as np
 from ..errors import UnsupportedFeatureError
 from ..fs import Location
 from . import _binary, _key_order
+from ._casts import reads_exactly
 from ._dv import deleted_positions
 from ._meta import DataFile, Snapshot, deletion_vectors
 from ._options import bool_option, memory_bytes
@@ -192,6 +193,18 @@ class Planner:
 
     def file_columns(self, written: TableSchema) -> tuple[str | None, ...]:
         """For each read column, then the two system columns, the column of a file written
-        under schema ``written`` that holds it (matched by field id), or ``None``."""
-        by_id = {f.id: f.name for f in written.fields}
-        return (*(by_id.get(self.schema.field(c).id) for c in self.read), SEQUENCE_NUMBER, VALUE_KIND)
+        under schema ``written`` that holds it (matched by field id), or ``None``. A
+        column whose type changed since is read cast, if merge-core casts it as Paimon does."""
+        by_id = {f.id: f for f in written.fields}
+        out: list[str | None] = []
+        for column in self.read:
+            now = self.schema.field(column)
+            then = by_id.get(now.id)
+            if then is not None and not reads_exactly(then.paimon_type, now.paimon_type):
+                raise UnsupportedFeatureError(
+                    f"column {column!r} changed type from {then.paimon_type} (schema {written.id}) to "
+                    f"{now.paimon_type}: merge-core reads older files of changed columns only where it casts "
+                    "them as Paimon does (widenings: docs/table-format.md, 'Schema changes')"
+                )
+            out.append(None if then is None else then.name)
+        return (*out, SEQUENCE_NUMBER, VALUE_KIND)

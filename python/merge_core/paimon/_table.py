@@ -30,7 +30,7 @@ from ..errors import (
 from ..fs import Location, Store, resolve
 from ..inputs import as_stream_source, batches_of, check_threads, column_names
 from ..merge_functions import merge_spec
-from . import _binary, _key_order
+from . import _alter, _binary, _key_order
 from ._commit import CommitMessage, Committer, summary
 from ._compact import CompactTask, compaction_tasks
 from ._core_options import READ, SNAPSHOT_CHOICE, WRITE, check_options, refuse
@@ -41,7 +41,7 @@ from ._options import bool_option, int_option
 from ._paths import Layout, file_name
 from ._plan import SEQUENCE_NUMBER, VALUE_KIND, FileRead, Plan, Planner, Split
 from ._schema import THIN_MODE, TableSchema, load_schema, schema_ids, schema_json
-from ._travel import load_tag, snapshot_to_read, tag_path
+from ._travel import TRAVEL_KEYS, load_tag, snapshot_to_read, tag_path
 from ._validation import check_new, check_stored
 from ._write import (
     DataFileWriter,
@@ -54,6 +54,7 @@ from ._write import (
 )
 
 READ_BATCH_ROWS = 64 * 1024
+TRAVEL_OPTIONS = (*TRAVEL_KEYS, "scan.version")
 
 
 class Table:
@@ -80,9 +81,13 @@ class Table:
 
     def __init__(self, root: Location, schema: TableSchema) -> None:
         self._root = root
-        self._schema = schema
         if not schema.primary_keys:
             raise UnsupportedFeatureError(f"{root} is an append table: merge-core reads primary-key tables")
+        self._use(schema)
+
+    def _use(self, schema: TableSchema) -> None:
+        """Takes ``schema`` as the table's (on opening, and after a schema change)."""
+        self._schema = schema
         self._setup: PaimonMerge = merge_from_paimon_options(schema.options)
         self._layout = Layout(schema)  # refuses options that would put files where Paimon does not
         self._planner: Planner | None = None  # the last compaction's
@@ -276,6 +281,73 @@ class Table:
     def __repr__(self) -> str:
         return f"<merge_core.Table {self._root} key={self.key} partition_by={self.partition_by} buckets={self.buckets}>"
 
+    # -- schema changes ---------------------------------------------------------------
+
+    def add_column(self, name: str, type: Any, after: str | None = None, comment: str | None = None) -> int:
+        """Adds a nullable column (``type``: a pyarrow type or a Paimon type string such as
+        ``"DECIMAL(10, 2)"``) at the end, or after column ``after``; older files read it as
+        null. Each change writes the table's next schema, as Paimon's ``ALTER TABLE``
+        does, and returns its id; Paimon's readers and writers follow it.
+
+        >>> import pyarrow as pa, merge_core as mc, tempfile
+        >>> t = mc.Table.create(tempfile.mkdtemp() + "/t", pa.schema([pa.field("k", pa.int64(), False)]), key="k")
+        >>> _ = t.write(pa.table({"k": [1]}))
+        >>> t.add_column("v", pa.string()), t.rename_column("v", "name")
+        (1, 2)
+        >>> _ = t.write(pa.table({"k": [2], "name": ["b"]}))
+        >>> t.read().read_all().sort_by("k").to_pydict()
+        {'k': [1, 2], 'name': [None, 'b']}
+        """
+        return self._change(_alter.AddColumn(name, type, after, comment))
+
+    def rename_column(self, name: str, new_name: str) -> int:
+        """Renames a column (not a partition column); older files find it by its field id."""
+        return self._change(_alter.RenameColumn(name, new_name))
+
+    def drop_column(self, name: str) -> int:
+        """Drops a column (not a key or partition column); its values in older files are
+        no longer read, and a column added later under its name is a new column."""
+        return self._change(_alter.DropColumn(name))
+
+    def alter_column(
+        self, name: str, type: Any = None, nullable: bool | None = None, comment: str | None = None
+    ) -> int:
+        """Changes a column's type (keeping its nullability), nullability or comment, as
+        one schema change. Paimon refuses to change a key or partition column's type, to
+        make a key nullable, and (unless 'alter-column-null-to-not-null.disabled' is
+        false) to make a column NOT NULL; of the type changes Paimon allows, merge-core
+        makes those whose older files it reads exactly as Paimon does: widenings
+        (docs/table-format.md, "Schema changes")."""
+        changes: list[Any] = []
+        if type is not None:
+            changes.append(_alter.UpdateColumnType(name, type))
+        if nullable is not None:
+            changes.append(_alter.UpdateColumnNullability(name, nullable))
+        if comment is not None:
+            changes.append(_alter.UpdateColumnComment(name, comment))
+        if not changes:
+            raise InvalidInputError("alter_column needs a type, nullable or comment to change")
+        return self._change(*changes)
+
+    def set_options(self, options: Mapping[str, str]) -> int:
+        """Sets table options, as Paimon's ``ALTER TABLE SET``: once the table has a
+        snapshot, options such as 'merge-engine', 'bucket-key' or 'rowkind.field' cannot
+        change, and every option is checked as :meth:`create` checks it."""
+        if not isinstance(options, Mapping):
+            raise InvalidInputError(f"options must be a mapping of option to value, got {options!r}")
+        return self._change(*(_alter.SetOption(k, v) for k, v in options.items()))
+
+    def remove_options(self, keys: Sequence[str]) -> int:
+        """Removes table options (their defaults apply), as Paimon's ``ALTER TABLE RESET``."""
+        if isinstance(keys, str):
+            keys = [keys]
+        return self._change(*(_alter.RemoveOption(k) for k in keys))
+
+    def _change(self, *changes: Any) -> int:
+        schema = _alter.commit_changes(self._root, changes, _check_definition)
+        self._use(schema)
+        return schema.id
+
     # -- writing --------------------------------------------------------------------
 
     def new_write(
@@ -424,7 +496,7 @@ class Table:
             schema = self._schema_of(snap)
             columns = tuple(schema.arrow.names)
             self._planner = Planner(
-                self._root, snap, schema, columns, _read_columns(schema, self._setup, list(columns))
+                self._root, snap, schema, columns, _read_columns(schema, self._setup_for(schema), list(columns))
             )
         return self._planner
 
@@ -470,16 +542,18 @@ class Table:
         """The splits a read of ``columns`` takes, in (partition, bucket, key) order; the
         list's ``stats`` say what was pruned. ``snapshot``, ``tag`` and ``as_of`` pick
         the snapshot as for :meth:`read`."""
-        return self._plan(self._snapshot_read(snapshot, tag, as_of), columns, partitions, dynamic_filter)
+        snap = self._snapshot_read(snapshot, tag, as_of)
+        return self._plan(snap, self._travels(snapshot, tag, as_of), columns, partitions, dynamic_filter)
 
     def _plan(
         self,
         snap: Snapshot | None,
+        travels: bool,
         columns: Sequence[str] | None,
         partitions: Mapping[str, Any] | None,
         dynamic_filter: DynamicFilter | Sequence[DynamicFilter] | None,
     ) -> Plan:
-        schema = self._schema_of(snap)
+        schema = self._schema_of(snap, travels)
         wanted = _wanted(schema, columns)
         refuse(schema.options, READ, [key for key in schema.options if key not in SNAPSHOT_CHOICE])
         chosen, dynamic_filters = _partition_filter(schema, partitions, dynamic_filter)
@@ -488,7 +562,9 @@ class Table:
             files = [f for f in files if f.level > 0]
         splits = []
         if snap:
-            planner = Planner(self._root, snap, schema, tuple(wanted), _read_columns(schema, self._setup, wanted))
+            planner = Planner(
+                self._root, snap, schema, tuple(wanted), _read_columns(schema, self._setup_for(schema), wanted)
+            )
             splits = planner.splits(files, chosen)
         files_read = sum(s.files for s in splits)
         partitions = len({f.partition for f in files})
@@ -538,8 +614,9 @@ class Table:
         "Reading a table")."""
         threads = check_threads(threads)
         snap = self._snapshot_read(snapshot, tag, as_of)
-        schema = self._schema_of(snap)
-        plan = self._plan(snap, columns, partitions, dynamic_filter)
+        travels = self._travels(snapshot, tag, as_of)
+        schema = self._schema_of(snap, travels)
+        plan = self._plan(snap, travels, columns, partitions, dynamic_filter)
         return self._read(plan, schema, _wanted(schema, columns), batch_size, threads, plan.stats)
 
     def read_schema(
@@ -550,7 +627,7 @@ class Table:
         as_of: datetime.datetime | None = None,
     ) -> pa.Schema:
         """The schema of a read of ``columns`` (what :meth:`read` returns), without reading."""
-        schema = self._schema_of(self._snapshot_read(snapshot, tag, as_of))
+        schema = self._schema_of(self._snapshot_read(snapshot, tag, as_of), self._travels(snapshot, tag, as_of))
         return self._read([], schema, _wanted(schema, columns), 1, 1, {}).schema
 
     def tags(self) -> dict[str, int]:
@@ -614,10 +691,32 @@ class Table:
             refuse(options, READ, [key for key in options if key in SNAPSHOT_CHOICE])
         return snap
 
-    def _schema_of(self, snap: Snapshot | None) -> TableSchema:
+    def _travels(self, snapshot: int | None, tag: str | None, as_of: datetime.datetime | None) -> bool:
+        """Whether a read travels to a snapshot: by its arguments, or the table's options."""
+        options = self._schema.options
+        return any(x is not None for x in (snapshot, tag, as_of)) or any(k in options for k in TRAVEL_OPTIONS)
+
+    def _schema_of(self, snap: Snapshot | None, travels: bool = False) -> TableSchema:
+        """The schema of a read or compaction of ``snap``. As in Paimon, a read that
+        travels to a snapshot takes the snapshot's schema; otherwise the table's latest
+        (after a schema change, files of older schemas are read in the newest), or the
+        snapshot's if another writer changed the schema since this table was opened."""
         if snap is None or snap.schema_id == self._schema.id:
             return self._schema
-        return _checked_schema(self._root, snap.schema_id)
+        if travels or snap.schema_id > self._schema.id:
+            return _checked_schema(self._root, snap.schema_id)
+        return self._schema
+
+    def _setup_for(self, schema: TableSchema) -> PaimonMerge:
+        """The merge of a read in ``schema``. As in Paimon, a read of an older schema (a
+        travelling read) merges by the table's current options over the older columns;
+        per-column options of columns that schema lacks (renamed or added since) do not
+        apply to it, as Paimon's merge functions look their options up by column."""
+        if schema.id == self._schema.id:
+            return self._setup
+        names = {f.name for f in schema.fields}
+        options = {k: v for k, v in self._schema.options.items() if _columns_known(k, names)}
+        return merge_from_paimon_options(options)
 
     def _read(
         self,
@@ -631,7 +730,8 @@ class Table:
         """The splits' sections merged in Rust, each on its own, output in order."""
         if not isinstance(batch_size, int) or batch_size < 1:
             raise InvalidInputError(f"batch_size must be a positive integer, got {batch_size!r}")
-        read = _read_columns(schema, self._setup, columns)
+        setup = self._setup_for(schema)
+        read = _read_columns(schema, setup, columns)
         # A partition column may be null (the default partition), even in a primary key.
         read_schema = pa.schema(
             [
@@ -646,7 +746,6 @@ class Table:
             for split in splits
             for section in split.sections
         ]
-        setup = self._setup
         options = {
             "key": list(schema.trimmed_keys),
             "sequence": list(setup.sequence),
@@ -658,6 +757,15 @@ class Table:
             "stats": list(stats.items()),
         }
         return _native.read_paimon(read_schema, sections, options)
+
+
+def _columns_known(option: str, names: set[str]) -> bool:
+    """Whether a ``fields.<columns>.<option>`` option (any other option: yes) names only
+    columns of ``names``."""
+    parts = option.split(".")
+    if parts[0] != "fields" or len(parts) < 3:
+        return True
+    return all(c in names or c == "default-aggregate-function" for c in parts[1].split(",") if c)
 
 
 def _check_names(messages: Sequence[CommitMessage]) -> None:
@@ -797,12 +905,7 @@ def _create(
     primary = [*[p for p in partitions if p not in keys], *keys]
     text = schema_json(schema, primary, partitions, table_options)
     parsed = TableSchema.parse(text, "the new schema")
-    check_new(parsed)
-    merge_from_paimon_options(parsed.options)  # the options must read back
-    Layout(parsed)  # and place every file inside the table, where Paimon would
-    check_options(parsed)
-    parquet_compression(parsed.options)
-    _check_merge(parsed)
+    _check_definition(parsed)
     if schema_ids(root):
         raise TableExistsError(f"a table already exists at {root}")
     if root.names():
@@ -814,6 +917,17 @@ def _create(
     if not created:
         raise TableExistsError(f"a table already exists at {root}")
     return root, parsed
+
+
+def _check_definition(schema: TableSchema) -> None:
+    """Refuses a new schema (of a new table, or a schema change) that breaks Paimon's
+    schema rules, or whose options merge-core would not read, before it is written."""
+    check_new(schema)
+    merge_from_paimon_options(schema.options)  # the options must read back
+    Layout(schema)  # and place every file inside the table, where Paimon would
+    check_options(schema)
+    parquet_compression(schema.options)
+    _check_merge(schema)
 
 
 def _check_merge(schema: TableSchema) -> None:
