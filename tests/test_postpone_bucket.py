@@ -372,3 +372,26 @@ def test_spark_writes_a_postponed_bucket_table_where_table_write_would(spark, tm
         assert_read(root, model)
         # postponed: the compaction sizes each partition from its files (far below 1 GB: one bucket)
         assert total_buckets(root) == ({"a": {3}, "b": {3}} if name == "fixed" else {"a": {1}, "b": {1}})
+
+
+def test_an_aggregate_table_folds_postponed_rows_in_the_order_written(tmp_path):
+    """listagg shows the order: each write's rows, then the next write's, as written."""
+    root = tmp_path / "db.db" / "t"
+    schema = pa.schema([pa.field("k", pa.int64(), False), ("v", pa.int64()), ("s", pa.string())])
+    merge = mc.Aggregate({"v": "sum", "s": "listagg"})
+    options = {**POSTPONED, "postpone.default-bucket-num": "2"}
+    table = mc.Table.create(root, schema, key="k", merge=merge, options=options)
+    writes = [[(1, 1, "a"), (2, 10, "b"), (1, 2, "c")], [(3, 100, "e"), (1, 4, "d")], [(1, 8, "f")]]
+    expected: dict[int, tuple[int, str]] = {}
+    for i, rows in enumerate(writes):
+        table.write(pa.Table.from_pylist([dict(zip(("k", "v", "s"), r, strict=True)) for r in rows], schema=schema))
+        for k, v, s in rows:
+            total, text = expected.get(k, (0, None))
+            expected[k] = (total + v, s if text is None else f"{text},{s}")
+        if i:  # after the second write and the third, never after the first alone
+            table.compact(full=i == 2)
+            want = sorted((k, v, s) for k, (v, s) in expected.items())
+            builder = pypaimon_table(root).new_read_builder()
+            theirs = builder.new_read().to_arrow(builder.new_scan().plan().splits()).to_pylist()
+            for read in (table.read().read_all().to_pylist(), theirs, pypaimon_rust_rows(root)):
+                assert sorted((r["k"], r["v"], r["s"]) for r in read) == want
