@@ -129,14 +129,17 @@ class PartitionBuckets:
     it) and Paimon's hash of its bucket key."""
 
     def __init__(self, schema: TableSchema, partitions: _Partitions, counts: dict[bytes, int], fallback: int):
-        self.schema, self.partitions, self.counts, self.fallback = schema, partitions, counts, fallback
+        self.schema, self.partitions, self.fallback = schema, partitions, fallback
+        # by the values the rows hold: another writer's bytes for them may differ in padding
+        self.counts = {_binary.decode(p, partitions.types): n for p, n in counts.items()}
         self.by_number: list[int] = []  # the number of buckets of each partition number met
 
     def ids(self, batch: pa.RecordBatch, numbers: np.ndarray) -> np.ndarray:
         """The buckets of ``batch``'s rows (``numbers``: each row's partition number)."""
         while len(self.by_number) <= (int(numbers.max()) if len(numbers) else -1):
-            values = self.partitions.values(len(self.by_number))
-            self.by_number.append(self.counts.get(_binary.encode(values, self.partitions.types), self.fallback))
+            types = self.partitions.types
+            values = _binary.decode(_binary.encode(self.partitions.values(len(self.by_number)), types), types)
+            self.by_number.append(self.counts.get(values, self.fallback))
         counts = np.asarray(self.by_number, np.int64)[numbers]
         out = np.empty(batch.num_rows, np.int64)
         keys = list(self.schema.bucket_keys)
