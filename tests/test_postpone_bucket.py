@@ -395,3 +395,24 @@ def test_an_aggregate_table_folds_postponed_rows_in_the_order_written(tmp_path):
             theirs = builder.new_read().to_arrow(builder.new_scan().plan().splits()).to_pylist()
             for read in (table.read().read_all().to_pylist(), theirs, pypaimon_rust_rows(root)):
                 assert sorted((r["k"], r["v"], r["s"]) for r in read) == want
+
+
+def test_postponed_rows_written_before_a_schema_change_compact_by_field_id(tmp_path):
+    """Files postponed under an older schema: a renamed column is found by its field id, an
+    added one reads as null, a dropped one is left out, as every reader reads them."""
+    root = tmp_path / "db.db" / "t"
+    schema = pa.schema([pa.field("k", pa.int64(), False), ("v", pa.int64()), ("gone", pa.string())])
+    table = mc.Table.create(root, schema, key="k", options=POSTPONED)
+    table.write(pa.table({"k": [1, 2], "v": [10, 20], "gone": ["x", "y"]}, schema=schema))
+    table.rename_column("v", "w")
+    table.drop_column("gone")
+    table.add_column("extra", pa.string())
+    table = mc.Table.open(root)
+    later = pa.schema([pa.field("k", pa.int64(), False), ("w", pa.int64()), ("extra", pa.string())])
+    table.write(pa.table({"k": [2, 3], "w": [21, 30], "extra": ["b", "c"]}, schema=later))
+    table.compact()
+    want = [(1, 10, None), (2, 21, "b"), (3, 30, "c")]
+    builder = catalog(root).get_table(identifier(root)).new_read_builder()
+    theirs = builder.new_read().to_arrow(builder.new_scan().plan().splits()).to_pylist()
+    for read in (table.read().read_all().to_pylist(), theirs, pypaimon_rust_rows(root)):
+        assert sorted((r["k"], r["w"], r["extra"]) for r in read) == want
