@@ -53,7 +53,6 @@ def files_of(root: Path) -> dict[str, bytes]:
         ({"bucket": "2", "changelog-producer": "input"}, "'changelog-producer' = 'input'"),
         ({"bucket": "2", "changelog-producer": "lookup"}, "'changelog-producer' = 'lookup'"),
         ({"bucket": "-1"}, "'bucket' = '-1'"),
-        ({"bucket": "-2"}, "'bucket' = '-2'"),
         ({"bucket": "2", "merge-engine": "first-row"}, "'merge-engine' = 'first-row'"),
         ({"bucket": "2", "write.sequence-number-init-mode": "snapshot"}, "'write.sequence-number-init-mode'"),
         ({"bucket": "2", "commit.callbacks": "com.example.Callback"}, "'commit.callbacks'"),
@@ -76,10 +75,6 @@ def test_a_refused_write_writes_nothing_and_the_peers_read_the_table_as_it_was(t
         table.compact(full=True)
     assert files_of(root) == before_files
     assert pypaimon_rows(root) == before_rows
-    if options["bucket"] == "-2":  # nor read: not created either
-        with pytest.raises(mc.UnsupportedFeatureError, match=refused):
-            mc.Table.create(tmp_path / "new", SCHEMA, key="k", options=options)
-        return
     created = mc.Table.create(tmp_path / "new", SCHEMA, key="k", options=options)
     with pytest.raises(mc.UnsupportedFeatureError, match=refused):
         created.write(ROWS)

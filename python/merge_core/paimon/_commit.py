@@ -348,11 +348,12 @@ def _file_id(entry: dict[str, Any]) -> tuple:
 
 def _check(entries: list[dict[str, Any]], live: list[dict[str, Any]], kind: str) -> None:
     """Paimon's commit checks: a partition keeps its number of buckets, and a compaction
-    replaces only files that are still live."""
-    buckets = {e["_PARTITION"]: e["_TOTAL_BUCKETS"] for e in live}
+    replaces only files that are still live. Files outside a real bucket (a postponed
+    bucket's, whose total is -2) do not count, as in Paimon's ConflictDetection."""
+    buckets = {e["_PARTITION"]: e["_TOTAL_BUCKETS"] for e in live if e["_TOTAL_BUCKETS"] > 0}
     for e in entries:
         known = buckets.get(e["_PARTITION"])
-        if known is not None and known != e["_TOTAL_BUCKETS"]:
+        if known is not None and e["_TOTAL_BUCKETS"] > 0 and known != e["_TOTAL_BUCKETS"]:
             raise CommitConflictError(
                 f"the table's partition has {known} buckets; these files were written for {e['_TOTAL_BUCKETS']}"
             )

@@ -138,7 +138,7 @@ CHANGELOG_EXPIRY = "changelogs kept apart from their snapshots; expire() refuses
 TAGS = "tags Paimon's commits create on a schedule; merge-core's commits create none"
 INDEX_SEARCH = "global and primary-key indexes serve searches; a batch read does not use them"
 VARIANT = "VARIANT columns, which merge-core refuses by their type"
-POSTPONE = "tables with postponed buckets (bucket = -2), whose reads and writes are refused"
+POSTPONE_BUCKETS = "the number of buckets Paimon's engines give a new partition (merge-core: see postponed buckets)"
 DYNAMIC_BUCKET = "dynamic buckets (bucket = -1), which merge-core reads but does not write"
 CHANGELOG_FILES = "changelog files, which no merge-core write produces (see changelog-producer)"
 BLOB = "BLOB columns, which merge-core refuses by their type"
@@ -198,19 +198,15 @@ OPTIONS: tuple[CoreOption, ...] = _options(
     (
         "bucket",
         _int,
+        H,
         Refusal(
-            "-2",
-            lambda v: v == -2,
-            "postponed buckets: rows wait in a bucket of their own for a compaction merge-core does not do",
+            "-1",
+            lambda v: v == -1,
+            "merge-core does not write dynamic buckets (they need an index of keys)",
             H,
         ),
-        Refusal(
-            "-1 or -2",
-            lambda v: v < 1,
-            "merge-core writes fixed buckets only (dynamic buckets need an index of keys, postponed ones a compaction)",
-            H,
-        ),
-        "keys go to N fixed buckets by Paimon's hash; dynamic-bucket tables (-1) read as they are",
+        "keys go to N fixed buckets by Paimon's hash; -2 postpones them (see postponed buckets); "
+        "dynamic-bucket tables (-1) read as they are",
     ),
     ("bucket-key", _string, H, H, "the columns whose hash picks a key's bucket"),
     ("bucket-append-ordered", _bool, A, A, "append tables only"),
@@ -616,13 +612,43 @@ OPTIONS: tuple[CoreOption, ...] = _options(
     ("dynamic-bucket.initial-buckets", _int, A, A, DYNAMIC_BUCKET),
     ("dynamic-bucket.max-buckets", _int, A, A, DYNAMIC_BUCKET),
     ("dynamic-bucket.assigner-parallelism", _int, A, A, DYNAMIC_BUCKET),
-    ("postpone.batch-write-fixed-bucket", _bool, A, A, POSTPONE),
-    ("postpone.merge-on-read", _bool, A, A, POSTPONE),
-    ("postpone.batch-write-fixed-bucket.max-parallelism", _int, A, A, POSTPONE),
-    ("postpone.batch-write-fixed-bucket.rescale-load-factor", _int, A, A, POSTPONE),
-    ("postpone.default-bucket-num", _int, A, A, POSTPONE),
-    ("postpone.target-row-num-per-bucket", _long, A, A, POSTPONE),
-    ("postpone.target-size-per-bucket", _memory, A, A, POSTPONE),
+    (
+        "postpone.batch-write-fixed-bucket",
+        _bool,
+        A,
+        H,
+        "whether a write to a postponed-bucket table goes to real buckets (true) or to bucket-postpone/",
+    ),
+    (
+        "postpone.merge-on-read",
+        _bool,
+        if_true("a read merging postponed rows into the real buckets, which merge-core's read does not do"),
+        A,
+        "Flink's and Spark's reads then merge the rows waiting in bucket-postpone/; other batch reads skip them",
+    ),
+    ("postpone.batch-write-fixed-bucket.max-parallelism", _int, A, A, POSTPONE_BUCKETS),
+    ("postpone.batch-write-fixed-bucket.rescale-load-factor", _int, A, A, POSTPONE_BUCKETS),
+    (
+        "postpone.default-bucket-num",
+        _int,
+        A,
+        H,
+        "the number of buckets of a partition that gets real buckets for the first time",
+    ),
+    (
+        "postpone.target-row-num-per-bucket",
+        _long,
+        A,
+        H,
+        "compaction: postponed rows per bucket of a new partition, when set",
+    ),
+    (
+        "postpone.target-size-per-bucket",
+        _memory,
+        A,
+        H,
+        "compaction: bytes of postponed files per bucket of a new partition",
+    ),
     # -- compaction ---------------------------------------------------------------------
     (
         "num-sorted-run.compaction-trigger",

@@ -1,5 +1,6 @@
 """Where a Paimon table keeps its data files, computed in one place for whoever writes,
-reads or removes them: ``[data-file.path-directory/]k1=v1/k2=v2/bucket-N/<file name>``.
+reads or removes them: ``[data-file.path-directory/]k1=v1/k2=v2/bucket-N/<file name>`` (``bucket-postpone`` for
+the rows a postponed-bucket table has not yet put in a bucket).
 
 A partition's directory is derived from its serialized row (a manifest's ``_PARTITION``
 bytes), never parsed back from a directory name, as Paimon's ``FileStorePathFactory``
@@ -64,6 +65,7 @@ _ESCAPED = set("\"#%'*/:=?\\\x7f{}[]^")
 _JAVA_SPACES = set("\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f")
 _NOT_JAVA_SPACES = set("\u00a0\u2007\u202f")  # non-breaking: Unicode spaces Java does not count
 _MILLIS_PER_DAY = 86_400_000
+POSTPONE_BUCKET = -2  # where a postponed-bucket table's writers put rows before compaction
 
 
 def escape(text: str) -> str:
@@ -359,8 +361,10 @@ class Layout:
         return found
 
     def bucket_dir(self, partition: bytes, bucket: int) -> str:
-        """The bucket's directory, relative to the table's root."""
-        return "/".join(p for p in (self.directory, self.partition_dir(partition), f"bucket-{bucket}") if p)
+        """The bucket's directory, relative to the table's root (``bucket-postpone`` for a
+        postponed-bucket table's bucket -2, as Paimon names it)."""
+        name = "bucket-postpone" if bucket == POSTPONE_BUCKET else f"bucket-{bucket}"
+        return "/".join(p for p in (self.directory, self.partition_dir(partition), name) if p)
 
 
 def bucket_dir(schema: TableSchema, partition: bytes | Sequence[Any], bucket: int) -> str:

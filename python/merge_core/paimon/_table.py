@@ -40,6 +40,9 @@ from ._meta import DataFile, Snapshot, latest_snapshot_id, live_entries, live_fi
 from ._options import bool_option, int_option
 from ._paths import Layout, file_name
 from ._plan import SEQUENCE_NUMBER, VALUE_KIND, FileRead, Plan, Planner, Split
+from ._postpone import PostponedCompaction, is_postponed, postponed_entries
+from ._postpone import bucket_ids as postponed_bucket_ids
+from ._postpone import new_write as postponed_table_write
 from ._schema import THIN_MODE, TableSchema, load_schema, schema_ids, schema_json
 from ._travel import TRAVEL_KEYS, load_tag, snapshot_to_read, tag_path
 from ._validation import check_new, check_stored
@@ -91,6 +94,7 @@ class Table:
         self._setup: PaimonMerge = merge_from_paimon_options(schema.options)
         self._layout = Layout(schema)  # refuses options that would put files where Paimon does not
         self._planner: Planner | None = None  # the last compaction's
+        self._postponed_buckets: Callable[[pa.RecordBatch], pa.Int32Array] | None = None
 
     @classmethod
     def create(
@@ -363,11 +367,21 @@ class Table:
         With ``threads`` > 1 (default: one per core), the calling thread sorts while the
         others encode the data files; 1 does everything on the calling thread."""
         refuse(self._schema.options, WRITE)  # before anything is written
+        if is_postponed(self._schema):
+            return postponed_table_write(
+                self._root, self._schema, self._setup, row_kind, memory_limit, spill_dir, threads
+            )
         return TableWrite(self._root, self._schema, self._setup, row_kind, memory_limit, spill_dir, threads)
 
     def bucket_ids(self, data: pa.RecordBatch, row_kind: str | None = None) -> pa.Int32Array:
         """Each row's bucket, as a write assigns it (Paimon's bucket function over the
-        row in the table's types): what a distributed write partitions rows by."""
+        row in the table's types): what a distributed write partitions rows by. A
+        postponed-bucket table's rows get their partition's number of buckets (as at the
+        first call), or -2 when its writes go to ``bucket-postpone/``."""
+        if is_postponed(self._schema):
+            if self._postponed_buckets is None:  # one look at the snapshot for every batch
+                self._postponed_buckets = postponed_bucket_ids(self._root, self._schema)
+            return self._postponed_buckets(conform(data, self._schema.arrow, row_kind))
         if self.buckets < 1:
             raise UnsupportedFeatureError(f"the table has no fixed buckets ('bucket' = {self.buckets})")
         return bucket_ids(self._schema, conform(data, self._schema.arrow, row_kind))
@@ -427,8 +441,16 @@ class Table:
         """Merges the files of buckets into one sorted run at the top level each, as one
         COMPACT commit (:meth:`plan_compaction`, :meth:`compact_bucket` per bucket on
         ``threads`` threads, default one per core, then :meth:`commit`). Returns the
-        snapshot, files merged and files written."""
+        snapshot, files merged and files written. A postponed-bucket table's compaction
+        first moves the rows waiting in its partitions' ``bucket-postpone/`` into real
+        buckets, in the same commit (docs/table-format.md, "Postponed buckets")."""
         threads = check_threads(threads)
+        if is_postponed(self._schema):
+            refuse(self._schema.options, WRITE)
+            compaction = PostponedCompaction(
+                self._root, self._schema, self._setup, self.compact_bucket, self.commit, self.abort
+            )
+            return compaction.run(full, threads)
         tasks = self.plan_compaction(full)
         workers = max(1, min(threads, len(tasks)))
         each = max(1, threads // workers)  # a lone bucket's file is encoded beside its merge
@@ -454,7 +476,13 @@ class Table:
         if latest is None:
             return []
         snap = self.snapshot(latest)
-        return compaction_tasks(live_entries(self._root, snap), snap.id, self._schema_of(snap), full)
+        entries = live_entries(self._root, snap)
+        if postponed_entries(entries):
+            raise UnsupportedFeatureError(
+                "the table has rows waiting in postponed buckets, which Table.compact() moves into real buckets "
+                "(a compaction planned bucket by bucket does not)"
+            )
+        return compaction_tasks(entries, snap.id, self._schema_of(snap), full)
 
     def compact_bucket(self, task: CompactTask, threads: int = 1) -> CommitMessage:
         """Runs one task of :meth:`plan_compaction`: its files merged (deletes dropped)
@@ -560,6 +588,8 @@ class Table:
         files = live_files(self._root, snap) if snap else []
         if _skips_level_zero(schema):
             files = [f for f in files if f.level > 0]
+        if is_postponed(schema):  # postponed rows wait for a compaction, as in Paimon's batch scan
+            files = [f for f in files if f.bucket >= 0]
         splits = []
         if snap:
             planner = Planner(

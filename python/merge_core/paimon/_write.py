@@ -4,9 +4,10 @@ level-0 data file laid out as Paimon's (``_KEY_`` columns, ``_SEQUENCE_NUMBER``,
 ``_VALUE_KIND``, the table's columns, Parquet field ids). Nothing is visible until the
 :class:`CommitMessage` objects that :meth:`TableWrite.prepare_commit` returns are committed.
 
-The sort key is ``(_group, key...)``, ``_group = partition number * buckets + bucket``,
-so the sorted rows hold each group contiguously and a file is cut where ``_group``
-changes. Folding within a write keeps retractions (the file lies above older ones).
+The sort key is ``(_group, key...)``, ``_group = partition number * buckets + bucket``
+(a postponed-bucket table's partitions differ in their number of buckets: ``_postpone``
+strides by 2^31), so the sorted rows hold each group contiguously and a file is cut where
+``_group`` changes. Folding within a write keeps retractions (the file lies above older ones).
 """
 
 from __future__ import annotations
@@ -85,6 +86,7 @@ class TableWrite:
         self.root, self.schema, self.row_kind = root, schema, row_kind
         self.threads = check_threads(threads)
         self.buckets = int_option(schema.options, "bucket", -1)
+        self.group_width = self.buckets  # _group = partition number * group_width + bucket
         self.layout = Layout(schema)  # refuses what would name a directory Paimon does not
         # Paimon's writers drop -U rows of such tables (and every retract with ignore-delete).
         self.ignore_update_before = bool_option(schema.options, "ignore-update-before")
@@ -132,9 +134,21 @@ class TableWrite:
         if self.ignore_update_before and self.row_kind:
             batch = batch.filter(pc.not_equal(batch.column(VALUE_KIND), 1))
         self._retracts.check(batch)
-        buckets = bucket_ids(self.schema, batch)
-        groups = self.partitions.numbers(batch) * self.buckets + buckets.to_numpy().astype(np.int64)
+        numbers = self.partitions.numbers(batch)
+        groups = numbers * self.group_width + self._bucket_ids(batch, numbers)
         self._buffer.write(pa.Table.from_batches([batch.append_column(GROUP, pa.array(groups))]))
+
+    def _bucket_ids(self, batch: pa.RecordBatch, numbers: np.ndarray) -> np.ndarray:
+        """Each row's bucket (``numbers``: each row's partition number)."""
+        return bucket_ids(self.schema, batch).to_numpy().astype(np.int64)
+
+    def total_buckets(self, number: int) -> int:
+        """The number of buckets of partition ``number`` (a commit message's ``totalBuckets``)."""
+        return self.buckets
+
+    def next_sequences(self) -> dict[tuple[bytes, int], int]:
+        """Each bucket's next sequence number, by (partition, bucket)."""
+        return _next_sequences(self.root)
 
     def prepare_commit(self) -> list[CommitMessage]:
         """Writes the data files and returns what to commit, one message per (partition,
@@ -191,9 +205,10 @@ class _FileCutter:
 
     def __init__(self, write: TableWrite, encoders: Encoders):
         self.write, self.encoders = write, encoders
-        self.next_sequence = _next_sequences(write.root)
+        self.next_sequence = write.next_sequences()
         self.files: list[DataFileWriter] = []  # the current bucket's, by version index
         self.done: list[tuple[bytes, int, Future[dict[str, Any]]]] = []
+        self.totals: dict[tuple[bytes, int], int] = {}
 
     def cut(self, sorted_rows: Iterable[pa.RecordBatch]) -> list[CommitMessage]:
         w = self.write
@@ -204,9 +219,10 @@ class _FileCutter:
                     if g != group:
                         self._close_files()
                         group, last_key, last_index = g, None, -1
-                        values = w.partitions.values(g // w.buckets)
+                        number, self.bucket = divmod(g, w.group_width)
+                        values = w.partitions.values(number)
                         self.partition = _binary.encode(values, w.partitions.types)
-                        self.bucket = g % w.buckets
+                        self.totals[(self.partition, self.bucket)] = w.total_buckets(number)
                         self.sequence = self.next_sequence.get((self.partition, self.bucket), 0)
                     rows = batch.slice(start, end - start)
                     keys = [_key_order.ordered(rows.column(k)) for k in w.schema.trimmed_keys]
@@ -226,7 +242,7 @@ class _FileCutter:
         by_bucket: dict[tuple[bytes, int], list[dict[str, Any]]] = {}
         for partition, bucket, f in written:
             by_bucket.setdefault((partition, bucket), []).append(f)
-        return [CommitMessage(p, b, w.buckets, new_files=tuple(files)) for (p, b), files in by_bucket.items()]
+        return [CommitMessage(p, b, self.totals[(p, b)], new_files=tuple(files)) for (p, b), files in by_bucket.items()]
 
     def _route(self, rows: pa.RecordBatch, index: np.ndarray) -> None:
         """Numbers the rows in order (a key's later version gets a higher number) and
