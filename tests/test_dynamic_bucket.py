@@ -88,7 +88,8 @@ def hash_index(root: Path) -> dict[tuple[str, int], list[int]]:
             if entry["_INDEX_TYPE"] != "HASH":
                 continue
             partition = entry["_PARTITION"][12:].split(b"\x00")[0].decode()  # one short string field
-            payload = (root / "index" / entry["_FILE_NAME"]).read_bytes()
+            (path,) = root.rglob(entry["_FILE_NAME"])  # index/, or the bucket's directory
+            payload = path.read_bytes()
             assert len(payload) == 4 * entry["_ROW_COUNT"] == entry["_FILE_SIZE"]
             assert (partition, entry["_BUCKET"]) not in out, "one HASH file per bucket"
             out[(partition, entry["_BUCKET"])] = list(struct.unpack(f">{len(payload) // 4}i", payload))
@@ -257,6 +258,25 @@ def test_racing_writes_that_place_keys_in_one_partition_conflict(tmp_path):
     model.update({("a", 20): 20, ("a", 21): 21})
     check_reads(root, model)
     check_placement(root, target=3)
+
+
+def test_hash_files_kept_in_the_bucket_directories(tmp_path):
+    """With ``index-file-in-data-file-dir``, HASH files live beside the bucket's data
+    files, where pypaimon writes and reads them too."""
+    root = create(
+        tmp_path / "db.db" / "t", **{"dynamic-bucket.target-row-num": "2", "index-file-in-data-file-dir": "true"}
+    )
+    model: Model = {("a", k): k for k in range(5)}
+    pypaimon_write(root, rows_of_model(model))
+    mc.Table.open(root).write(data([(k, "a", -k) for k in range(3, 9)]))
+    model.update({("a", k): -k for k in range(3, 9)})
+    pypaimon_write(root, [(k, "a", 10 * k) for k in range(7, 12)])
+    model.update({("a", k): 10 * k for k in range(7, 12)})
+    check_reads(root, model)
+    check_placement(root, target=2)
+    assert not (root / "index").exists()
+    for (_, bucket), _ in hash_index(root).items():
+        assert list((root / "p=a" / f"bucket-{bucket}").glob("index-*"))
 
 
 def test_a_cross_partition_table_is_refused_by_name(tmp_path):

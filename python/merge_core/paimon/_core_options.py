@@ -531,7 +531,13 @@ OPTIONS: tuple[CoreOption, ...] = _options(
     ("deletion-vectors.modifiable", _bool, A, A, "deletion-vector tables, whose writes are refused"),
     ("deletion-vector.index-file.target-size", _memory, A, A, "deletion-vector tables, whose writes are refused"),
     ("deletion-vectors.bitmap64", _bool, A, A, "the width of new deletion vectors; reads take both"),
-    ("index-file-in-data-file-dir", _bool, H, A, "deletion vectors kept in the bucket's directory"),
+    (
+        "index-file-in-data-file-dir",
+        _bool,
+        H,
+        H,
+        "index files (deletion vectors, dynamic buckets' HASH files) kept in the bucket's directory",
+    ),
     # -- writing ------------------------------------------------------------------------
     (
         "changelog-producer",
