@@ -423,6 +423,12 @@ def test_merge_core_creates_dynamic_bucket_tables_too(tmp_path):
     root = tmp_path / "db.db" / "t"
     table = mc.Table.create(root, SCHEMA, key="k", partition_by="p", options={"bucket": "-1"})
     table.write(data([(1, "a", 1), (2, "a", 2)]))
+    odd = mc.Table.create(
+        tmp_path / "odd", SCHEMA, key="k", options={"bucket": "-1", "dynamic-bucket.max-buckets": "0"}
+    )
+    with pytest.raises(mc.InvalidInputError, match="'dynamic-bucket.max-buckets' must be -1 .* got 0"):
+        odd.write(data([(1, "a", 1)]))  # refused before anything is written, as Paimon's writers fail
+    assert not list((tmp_path / "odd").rglob("*.parquet"))
     pypaimon_write(root, [(2, "a", 20), (3, "a", 3)])
     check_reads(root, {("a", 1): 1, ("a", 2): 20, ("a", 3): 3})
     check_placement(root)

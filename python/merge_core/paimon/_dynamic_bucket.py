@@ -68,11 +68,6 @@ class DynamicBuckets:
         self.keys = list(schema.trimmed_keys)
         self.target = long_option(schema.options, "dynamic-bucket.target-row-num", TARGET_ROWS)
         self.max_buckets = int_option(schema.options, "dynamic-bucket.max-buckets", -1)
-        if self.max_buckets != -1 and not 1 <= self.max_buckets <= MAX_BUCKETS:
-            raise InvalidInputError(
-                f"option 'dynamic-bucket.max-buckets' must be -1 (no limit) or 1 to {MAX_BUCKETS}, "
-                f"got {self.max_buckets}"
-            )
         self._loaded = False
         self._snapshot: Snapshot | None = None
         self._entries: dict[bytes, list[dict[str, Any]]] = {}
@@ -114,9 +109,15 @@ class DynamicBuckets:
         return out
 
     def _load(self) -> None:
-        """Reads the latest snapshot's HASH entries, once."""
+        """Checks the options and reads the latest snapshot's HASH entries, once (at the
+        first rows: a table's creation checks its merge with a write that takes none)."""
         if self._loaded:
             return
+        if self.max_buckets != -1 and not 1 <= self.max_buckets <= MAX_BUCKETS:  # Paimon's writers would fail
+            raise InvalidInputError(
+                f"option 'dynamic-bucket.max-buckets' must be -1 (no limit) or 1 to {MAX_BUCKETS}, "
+                f"got {self.max_buckets}"
+            )
         latest = latest_snapshot_id(self.root)
         self._snapshot = None if latest is None else Snapshot.load(self.root, latest)
         self._entries = _hash_index.hash_entries(_hash_index.index_entries(self.root, self._snapshot))
