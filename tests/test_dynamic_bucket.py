@@ -279,6 +279,25 @@ def test_hash_files_kept_in_the_bucket_directories(tmp_path):
         assert list((root / "p=a" / f"bucket-{bucket}").glob("index-*"))
 
 
+def test_keys_whose_rows_fold_away_keep_the_bucket_they_were_given(tmp_path):
+    """With ignore-delete, deletes of new keys leave no row, but their keys were placed
+    (Paimon's writers index every row they are given): the commit holds only HASH files,
+    and the keys keep those buckets when pypaimon writes them."""
+    root = create(tmp_path / "db.db" / "t", **{"ignore-delete": "true", "dynamic-bucket.target-row-num": "2"})
+    table = mc.Table.open(root)
+    table.write(data([(1, "a", 1)]))
+    assert table.delete(pa.table({"k": [5, 6, 7], "p": ["a", "a", "a"]})) == {"snapshot": 2, "rows": 0, "files": 0}
+    index = hash_index(root)
+    assert sorted(h for hashes in index.values() for h in hashes) == sorted(map(key_hash, [1, 5, 6, 7]))
+    check_reads(root, {("a", 1): 1})
+    pypaimon_write(root, [(k, "a", k) for k in (5, 6, 7)])
+    check_reads(root, {("a", k): k for k in (1, 5, 6, 7)})
+    where = check_placement(root, target=2)
+    assert {k: b for (_, k), b in where.items()} == {
+        k: b for (_, b), hashes in index.items() for k in (1, 5, 6, 7) if key_hash(k) in hashes
+    }
+
+
 def test_a_cross_partition_table_is_refused_by_name(tmp_path):
     root = tmp_path / "db.db" / "t"
     cat = catalog(root)

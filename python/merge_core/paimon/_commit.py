@@ -187,7 +187,7 @@ def summary(snapshot: int | None, messages: Sequence[CommitMessage], compaction:
             "files_written": sum(len(m.compact_after) for m in messages),
         }
     rows = sum(f["_ROW_COUNT"] for m in messages for f in m.new_files)
-    return {"snapshot": snapshot, "rows": rows, "files": len(messages)}
+    return {"snapshot": snapshot, "rows": rows, "files": sum(1 for m in messages if m.new_files)}
 
 
 class Committer:
