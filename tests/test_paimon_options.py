@@ -52,7 +52,6 @@ def files_of(root: Path) -> dict[str, bytes]:
         ({"bucket": "2", "deletion-vectors.enabled": "true"}, "'deletion-vectors.enabled' = 'true'"),
         ({"bucket": "2", "changelog-producer": "input"}, "'changelog-producer' = 'input'"),
         ({"bucket": "2", "changelog-producer": "lookup"}, "'changelog-producer' = 'lookup'"),
-        ({"bucket": "-1"}, "'bucket' = '-1'"),
         ({"bucket": "2", "merge-engine": "first-row"}, "'merge-engine' = 'first-row'"),
         ({"bucket": "2", "write.sequence-number-init-mode": "snapshot"}, "'write.sequence-number-init-mode'"),
         ({"bucket": "2", "commit.callbacks": "com.example.Callback"}, "'commit.callbacks'"),

@@ -20,6 +20,12 @@ pub fn paimon_bucket_ids(columns: &[ArrayRef], names: &[String], buckets: i32) -
     if buckets < 1 {
         return Err(invalid!("the number of buckets must be at least 1, got {buckets}"));
     }
+    Ok(paimon_row_hashes(columns, names)?.unary::<_, Int32Type>(|hash| (hash % buckets).abs()))
+}
+
+/// Java's `BinaryRow.hashCode` of each row of `columns` (the Murmur3 hash Paimon buckets
+/// by): a dynamic-bucket table's index files hold these hashes of the trimmed primary key.
+pub fn paimon_row_hashes(columns: &[ArrayRef], names: &[String]) -> Result<Int32Array> {
     for (column, name) in columns.iter().zip(names) {
         if !encodable(column.data_type()) {
             return Err(invalid!(
@@ -36,7 +42,7 @@ pub fn paimon_bucket_ids(columns: &[ArrayRef], names: &[String], buckets: i32) -
             for (field, column) in columns.iter().enumerate() {
                 row.write(field, column.as_ref(), i);
             }
-            (murmur3_words(row.bytes(), 42) % buckets).abs()
+            murmur3_words(row.bytes(), 42)
         })
         .collect())
 }
@@ -262,6 +268,7 @@ mod tests {
         row.write(1, columns[1].as_ref(), 0);
         assert_eq!(murmur3_words(row.bytes(), 42), 1519508418);
         assert_eq!(paimon_bucket_ids(&columns, &names, 4).unwrap().values().to_vec(), vec![2]);
+        assert_eq!(paimon_row_hashes(&columns, &names).unwrap().values().to_vec(), vec![1519508418]);
         let ints: ArrayRef = Arc::new(Int32Array::from((0..11).collect::<Vec<_>>()));
         let ids = paimon_bucket_ids(&[ints], &names[..1], 5).unwrap();
         assert_eq!(ids.values().to_vec(), vec![4, 3, 4, 0, 1, 1, 3, 1, 1, 0, 4]);

@@ -9,5 +9,5 @@
 mod binary_row;
 mod stable_hash;
 
-pub use binary_row::paimon_bucket_ids;
+pub use binary_row::{paimon_bucket_ids, paimon_row_hashes};
 pub use stable_hash::bucket_ids;

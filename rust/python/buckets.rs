@@ -35,6 +35,19 @@ pub(crate) fn paimon_bucket_ids<'py>(
     ids.to_data().to_pyarrow(py)
 }
 
+/// Java's `BinaryRow.hashCode` (a `pyarrow.Int32Array`) of each row of `batch`'s
+/// `columns`: the key hashes a dynamic-bucket table's index files hold.
+#[pyfunction]
+pub(crate) fn paimon_row_hashes<'py>(
+    py: Python<'py>,
+    batch: &Bound<'py, PyAny>,
+    columns: Vec<String>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let arrays = columns_by_name(py, batch, &columns, "key")?;
+    let hashes = guard(py, || crate::bucket::paimon_row_hashes(&arrays, &columns))?;
+    hashes.to_data().to_pyarrow(py)
+}
+
 /// The columns of the pyarrow `batch` named `names`; a missing one is an
 /// `InvalidInputError` naming it as a `what` column.
 pub(crate) fn columns_by_name(

@@ -9,6 +9,10 @@ see ``merge_core.fs``), which fails if another writer claimed it first. Then it 
 the new latest snapshot: an append always can; a compaction only if the files it
 replaced are all still live, else :class:`CommitConflictError`. Files of a commit that
 did not land are removed; ``LATEST`` and ``EARLIEST`` are hints, as in Paimon.
+
+A write to a dynamic-bucket table also brings new HASH index files: the commit writes
+a new index manifest naming them in place of their buckets' old ones (``_hash_index``),
+refused as a conflict if another writer changed the partition's HASH files meanwhile.
 """
 
 from __future__ import annotations
@@ -26,7 +30,8 @@ import pyarrow as pa
 
 from ..errors import CommitConflictError, CorruptTableError, TableIOError, TableNotFoundError
 from ..fs import Location
-from . import _binary, _key_order
+from . import _binary, _hash_index, _key_order
+from ._hash_index import INDEX_MANIFEST_ENTRY, HashIndexUpdate
 from ._meta import ADD, DELETE, MANIFEST_VERSIONS, Snapshot, latest_snapshot_id, live_entries, read_avro
 from ._schema import TableSchema, schema_ids
 
@@ -120,7 +125,9 @@ AVRO_CODECS = {"zstd": "zstandard", "none": "null", "snappy": "snappy", "deflate
 class CommitMessage:
     """What one task changed in one (partition, bucket): files it wrote (``new_files``,
     level 0) and, for a compaction, the files it replaced and their replacements. Files
-    are their manifest records (``_FILE``). Picklable, so tasks can send it to a driver."""
+    are their manifest records (``_FILE``). A write to a dynamic-bucket table adds the
+    bucket's new HASH index file (``hash_index``) when the bucket took new keys.
+    Picklable, so tasks can send it to a driver."""
 
     partition: bytes
     bucket: int
@@ -128,6 +135,7 @@ class CommitMessage:
     new_files: tuple[dict[str, Any], ...] = ()
     compact_before: tuple[dict[str, Any], ...] = ()
     compact_after: tuple[dict[str, Any], ...] = ()
+    hash_index: HashIndexUpdate | None = None
 
     @property
     def is_compaction(self) -> bool:
@@ -179,7 +187,7 @@ def summary(snapshot: int | None, messages: Sequence[CommitMessage], compaction:
             "files_written": sum(len(m.compact_after) for m in messages),
         }
     rows = sum(f["_ROW_COUNT"] for m in messages for f in m.new_files)
-    return {"snapshot": snapshot, "rows": rows, "files": len(messages)}
+    return {"snapshot": snapshot, "rows": rows, "files": sum(1 for m in messages if m.new_files)}
 
 
 class Committer:
@@ -197,15 +205,16 @@ class Committer:
         """Commits the appends of ``messages`` as one snapshot, then their compactions as
         another (as Paimon does); returns the last snapshot's id (``None``: nothing to commit)."""
         last = None
-        for kind, entries in (
-            ("APPEND", [e for m in messages for e in m.append_entries()]),
-            ("COMPACT", [e for m in messages for e in m.compact_entries()]),
+        index = [m.hash_index for m in messages if m.hash_index is not None]
+        for kind, entries, updates in (
+            ("APPEND", [e for m in messages for e in m.append_entries()], index),
+            ("COMPACT", [e for m in messages for e in m.compact_entries()], []),
         ):
-            if entries:
-                last = self._commit(entries, kind)
+            if entries or updates:
+                last = self._commit(entries, kind, updates)
         return last
 
-    def _commit(self, entries: list[dict[str, Any]], kind: str) -> int:
+    def _commit(self, entries: list[dict[str, Any]], kind: str, index: list[HashIndexUpdate]) -> int:
         for _ in range(MAX_ATTEMPTS):
             latest_id = latest_snapshot_id(self.root)
             attempt = _Attempt()
@@ -213,7 +222,7 @@ class Committer:
                 latest = None if latest_id is None else Snapshot.load(self.root, latest_id)
                 live = [] if latest is None else live_entries(self.root, latest)
                 _check(entries, live, kind)
-                snapshot_id = self._try_commit(latest, live, entries, kind, attempt)
+                snapshot_id = self._try_commit(latest, live, entries, kind, index, attempt)
             except (CorruptTableError, TableNotFoundError):
                 attempt.remove()
                 if latest_id is None or (self.root / "snapshot" / f"snapshot-{latest_id}").exists():
@@ -237,6 +246,7 @@ class Committer:
         live: list[dict[str, Any]],
         entries: list[dict[str, Any]],
         kind: str,
+        index: list[HashIndexUpdate],
         attempt: _Attempt,
     ) -> int | None:
         """Writes this attempt's metadata and claims the next snapshot id (``None``: lost)."""
@@ -247,6 +257,7 @@ class Committer:
         delta_meta = self._manifest(entries, attempt)
         base_list, base_size = self._manifest_list(base_metas, attempt)
         delta_list, delta_size = self._manifest_list([delta_meta], attempt)
+        index_manifest = self._index_manifest(latest, index, attempt)
         added = sum(e["_FILE"]["_ROW_COUNT"] for e in entries if e["_KIND"] == ADD)
         deleted = sum(e["_FILE"]["_ROW_COUNT"] for e in entries if e["_KIND"] == DELETE)
         snapshot_id = 1 if latest is None else latest.id + 1
@@ -259,7 +270,7 @@ class Committer:
             "deltaManifestList": delta_list,
             "deltaManifestListSize": delta_size,
             "changelogManifestList": None,
-            **({"indexManifest": latest.index_manifest} if latest and latest.index_manifest else {}),
+            **({"indexManifest": index_manifest} if index_manifest else {}),
             "commitUser": self.commit_user,
             "commitIdentifier": BATCH_COMMIT_IDENTIFIER,
             "commitKind": kind,
@@ -321,6 +332,14 @@ class Committer:
             "_MIN_LEVEL": min(levels, default=None),
             "_MAX_LEVEL": max(levels, default=None),
         }
+
+    def _index_manifest(self, latest: Snapshot | None, index: list[HashIndexUpdate], attempt: _Attempt) -> str | None:
+        """The index manifest of the new snapshot: the latest's, or, with HASH index
+        updates, a new one naming them in place of their buckets' old files."""
+        if not index:
+            return latest.index_manifest if latest else None
+        entries = _hash_index.updated_entries(self.root, latest, index)
+        return self._write_avro("index-manifest", INDEX_MANIFEST_ENTRY, entries, attempt)[0]
 
     def _manifest_list(self, metas: list[dict[str, Any]], attempt: _Attempt) -> tuple[str, int]:
         return self._write_avro("manifest-list", MANIFEST_FILE_META, metas, attempt)

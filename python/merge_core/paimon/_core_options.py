@@ -139,7 +139,14 @@ TAGS = "tags Paimon's commits create on a schedule; merge-core's commits create 
 INDEX_SEARCH = "global and primary-key indexes serve searches; a batch read does not use them"
 VARIANT = "VARIANT columns, which merge-core refuses by their type"
 POSTPONE_BUCKETS = "the number of buckets Paimon's engines give a new partition (merge-core: see postponed buckets)"
-DYNAMIC_BUCKET = "dynamic buckets (bucket = -1), which merge-core reads but does not write"
+CROSS_PARTITION = (
+    "cross-partition updates (bucket = -1 with a primary key that leaves out partition columns), "
+    "whose writes merge-core refuses"
+)
+ASSIGNERS = (
+    "how many bucket assigners a Flink or Spark job runs; merge-core assigns with one, as pypaimon does, "
+    "and every key keeps the bucket the table's HASH index gives it"
+)
 CHANGELOG_FILES = "changelog files, which no merge-core write produces (see changelog-producer)"
 BLOB = "BLOB columns, which merge-core refuses by their type"
 CHAIN = "chain tables (chain-table.enabled), which are refused"
@@ -199,14 +206,9 @@ OPTIONS: tuple[CoreOption, ...] = _options(
         "bucket",
         _int,
         H,
-        Refusal(
-            "-1",
-            lambda v: v == -1,
-            "merge-core does not write dynamic buckets (they need an index of keys)",
-            H,
-        ),
-        "keys go to N fixed buckets by Paimon's hash; -2 postpones them (see postponed buckets); "
-        "dynamic-bucket tables (-1) read as they are",
+        H,
+        "keys go to N fixed buckets by Paimon's hash; -1 to the bucket the table's HASH index gives them, "
+        "new keys placed as Paimon's hash bucket assigner places them; -2 postpones them (see postponed buckets)",
     ),
     ("bucket-key", _string, H, H, "the columns whose hash picks a key's bucket"),
     ("bucket-append-ordered", _bool, A, A, "append tables only"),
@@ -519,7 +521,13 @@ OPTIONS: tuple[CoreOption, ...] = _options(
     ("deletion-vectors.modifiable", _bool, A, A, "deletion-vector tables, whose writes are refused"),
     ("deletion-vector.index-file.target-size", _memory, A, A, "deletion-vector tables, whose writes are refused"),
     ("deletion-vectors.bitmap64", _bool, A, A, "the width of new deletion vectors; reads take both"),
-    ("index-file-in-data-file-dir", _bool, H, A, "deletion vectors kept in the bucket's directory"),
+    (
+        "index-file-in-data-file-dir",
+        _bool,
+        H,
+        H,
+        "index files (deletion vectors, dynamic buckets' HASH files) kept in the bucket's directory",
+    ),
     # -- writing ------------------------------------------------------------------------
     (
         "changelog-producer",
@@ -606,12 +614,25 @@ OPTIONS: tuple[CoreOption, ...] = _options(
     ("visibility-callback.enabled", _bool, A, A, "engine jobs wait for compactions"),
     ("visibility-callback.timeout", _duration, A, A, "engine jobs wait for compactions"),
     ("visibility-callback.check-interval", _duration, A, A, "engine jobs wait for compactions"),
-    ("cross-partition-upsert.index-ttl", _duration, A, A, DYNAMIC_BUCKET),
-    ("cross-partition-upsert.bootstrap-parallelism", _int, A, A, DYNAMIC_BUCKET),
-    ("dynamic-bucket.target-row-num", _long, A, A, DYNAMIC_BUCKET),
-    ("dynamic-bucket.initial-buckets", _int, A, A, DYNAMIC_BUCKET),
-    ("dynamic-bucket.max-buckets", _int, A, A, DYNAMIC_BUCKET),
-    ("dynamic-bucket.assigner-parallelism", _int, A, A, DYNAMIC_BUCKET),
+    ("cross-partition-upsert.index-ttl", _duration, A, A, CROSS_PARTITION),
+    ("cross-partition-upsert.bootstrap-parallelism", _int, A, A, CROSS_PARTITION),
+    (
+        "dynamic-bucket.target-row-num",
+        _long,
+        A,
+        H,
+        "keys a dynamic bucket takes before new keys go to the next one (the keys its HASH index file holds)",
+    ),
+    ("dynamic-bucket.initial-buckets", _int, A, A, ASSIGNERS),
+    (
+        "dynamic-bucket.max-buckets",
+        _int,
+        A,
+        H,
+        "buckets a partition of a dynamic-bucket table may have (-1: no limit); past them, new keys join "
+        "existing buckets",
+    ),
+    ("dynamic-bucket.assigner-parallelism", _int, A, A, ASSIGNERS),
     (
         "postpone.batch-write-fixed-bucket",
         _bool,

@@ -30,7 +30,7 @@ from ..errors import (
 from ..fs import Location, Store, resolve
 from ..inputs import as_stream_source, batches_of, check_threads, column_names
 from ..merge_functions import merge_spec
-from . import _alter, _binary, _key_order
+from . import _alter, _binary, _hash_index, _key_order
 from ._commit import CommitMessage, Committer, summary
 from ._compact import CompactTask, compaction_tasks
 from ._core_options import READ, SNAPSHOT_CHOICE, WRITE, check_options, refuse
@@ -534,6 +534,8 @@ class Table:
         for m in messages:
             for f in m.data_files():
                 remove_data_file(self._root, self._schema, m.partition, m.bucket, f)
+            if m.hash_index is not None:
+                _hash_index.remove(self._root, self._schema, m.hash_index)
 
     def expire(self, keep_snapshots: int | None = None, orphan_age: float = 3600.0) -> dict[str, int]:
         """Expires old snapshots as Paimon does, then removes the files nothing kept uses.
@@ -804,6 +806,7 @@ def _check_names(messages: Sequence[CommitMessage]) -> None:
     for m in messages:
         for f in (*m.new_files, *m.compact_before, *m.compact_after):
             file_name(f.get("_FILE_NAME"), "a commit message", InvalidInputError)
+    _hash_index.check_names(m.hash_index for m in messages if m.hash_index is not None)
 
 
 def _checked_schema(root: Location, schema_id: int) -> TableSchema:

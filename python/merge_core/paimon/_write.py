@@ -4,14 +4,18 @@ level-0 data file laid out as Paimon's (``_KEY_`` columns, ``_SEQUENCE_NUMBER``,
 ``_VALUE_KIND``, the table's columns, Parquet field ids). Nothing is visible until the
 :class:`CommitMessage` objects that :meth:`TableWrite.prepare_commit` returns are committed.
 
-The sort key is ``(_group, key...)``, ``_group = partition number * buckets + bucket``
-(a postponed-bucket table's partitions differ in their number of buckets: ``_postpone``
-strides by 2^31), so the sorted rows hold each group contiguously and a file is cut where
-``_group`` changes. Folding within a write keeps retractions (the file lies above older ones).
+The sort key is ``(_group, key...)``, ``_group = partition number * group width + bucket``
+(the width: the number of buckets; every bucket number a dynamic-bucket table may use;
+2^31 for a postponed-bucket table, whose partitions differ in their number of buckets:
+``_postpone``), so the sorted rows hold each group contiguously and a file is cut where
+``_group`` changes. Folding within a write keeps retractions (the file lies above older
+ones). A dynamic-bucket table's buckets come from ``_dynamic_bucket``, which also gives
+each bucket that took new keys its new HASH index file.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import math
 import os
@@ -32,6 +36,7 @@ from ..fs import Location
 from ..inputs import as_stream_source, batches_of, check_threads, sort_options
 from . import _binary, _key_order
 from ._commit import CommitMessage
+from ._dynamic_bucket import DYNAMIC, MAX_BUCKETS, DynamicBuckets
 from ._merge_options import PaimonMerge
 from ._meta import Snapshot, latest_snapshot_id, live_files
 from ._options import bool_option, int_option
@@ -86,7 +91,9 @@ class TableWrite:
         self.root, self.schema, self.row_kind = root, schema, row_kind
         self.threads = check_threads(threads)
         self.buckets = int_option(schema.options, "bucket", -1)
-        self.group_width = self.buckets  # _group = partition number * group_width + bucket
+        self.dynamic = DynamicBuckets(root, schema) if self.buckets == DYNAMIC else None
+        # _group = partition number * group_width + bucket
+        self.group_width = MAX_BUCKETS if self.dynamic else self.buckets
         self.layout = Layout(schema)  # refuses what would name a directory Paimon does not
         # Paimon's writers drop -U rows of such tables (and every retract with ignore-delete).
         self.ignore_update_before = bool_option(schema.options, "ignore-update-before")
@@ -140,6 +147,8 @@ class TableWrite:
 
     def _bucket_ids(self, batch: pa.RecordBatch, numbers: np.ndarray) -> np.ndarray:
         """Each row's bucket (``numbers``: each row's partition number)."""
+        if self.dynamic is not None:
+            return self.dynamic.assign(batch, numbers, self.partition_row)
         return bucket_ids(self.schema, batch).to_numpy().astype(np.int64)
 
     def total_buckets(self, number: int) -> int:
@@ -158,11 +167,29 @@ class TableWrite:
         self._done = True
         try:
             with Encoders(self.threads, self._encode_memory) as encoders:
-                return _FileCutter(self, encoders).cut(self._buffer.finish())
+                messages = _FileCutter(self, encoders).cut(self._buffer.finish())
         except ValueError as e:
             raise as_invalid_input(e) from e
         finally:
             self._buffer.close()
+        return messages if self.dynamic is None else self._with_index(messages)
+
+    def partition_row(self, number: int) -> bytes:
+        return _binary.encode(self.partitions.values(number), self.partitions.types)
+
+    def _with_index(self, messages: list[CommitMessage]) -> list[CommitMessage]:
+        """The messages with the new HASH index file of their bucket, if it took new
+        keys; if the index files fail, the data files go too."""
+        try:
+            updates = self.dynamic.updates() if self.dynamic else {}
+        except BaseException:
+            for m in messages:
+                for f in m.data_files():
+                    remove_data_file(self.root, self.schema, m.partition, m.bucket, f)
+            raise
+        out = [dataclasses.replace(m, hash_index=updates.pop((m.partition, m.bucket), None)) for m in messages]
+        # A bucket whose new keys' rows all folded away (deletes ignored) still keeps them, as in Paimon.
+        return out + [CommitMessage(p, b, self.buckets, hash_index=u) for (p, b), u in updates.items()]
 
     def close(self) -> None:
         self._done = True
@@ -220,8 +247,7 @@ class _FileCutter:
                         self._close_files()
                         group, last_key, last_index = g, None, -1
                         number, self.bucket = divmod(g, w.group_width)
-                        values = w.partitions.values(number)
-                        self.partition = _binary.encode(values, w.partitions.types)
+                        self.partition = w.partition_row(number)
                         self.totals[(self.partition, self.bucket)] = w.total_buckets(number)
                         self.sequence = self.next_sequence.get((self.partition, self.bucket), 0)
                     rows = batch.slice(start, end - start)

@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from .. import Deduplicate, DynamicFilter, FirstRow, MergeSpec, SortBuffer, sort
-from ..errors import InvalidInputError, MergeCoreError
+from ..errors import InvalidInputError, MergeCoreError, UnsupportedFeatureError
 from ..fs import Location, resolve
 from ..inputs import column_names
 from ..paimon import Table, summary
@@ -472,6 +472,11 @@ def write(
 
     table = _open(table)
     table.new_write(row_kind, "1MiB").close()  # a table merge-core does not write is refused here, not in tasks
+    if table.buckets < 1:
+        raise UnsupportedFeatureError(
+            f"mcs.write of a table with dynamic buckets ('bucket' = {table.buckets}): its tasks would each place new "
+            "keys in buckets, and could place them in the same ones; write it with Table.write"
+        )
     check_workers(df.sparkSession)
     path, filesystem = str(table.path), table.filesystem
     buckets_schema = StructType([*df.schema.fields, StructField(BUCKET_COLUMN, IntegerType(), False)])
