@@ -5,8 +5,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh test,bench
 cargo fmt --check
-cargo clippy --all-targets --features python -- -D warnings
+# The Rust tests build in the profile and with the features of the extension setup.sh
+# built (release, python), so they reuse every dependency it compiled; pyo3 finds the
+# .venv's interpreter, as under maturin. clippy lints the crate's own targets as they
+# compile (scripts/clippy-lint.sh, warnings denied), instead of a check build of its own.
+export PYO3_PYTHON="$PWD/.venv/bin/python" RUSTC_WORKSPACE_WRAPPER="$PWD/scripts/clippy-lint.sh"
+echo "building and linting the Rust tests ..."
+cargo test --release --features python --all-targets --no-run --quiet
+cargo test --release --features python --quiet
 .venv/bin/ruff check python tests benches
 .venv/bin/ruff format --check python tests benches
-cargo test
 .venv/bin/python -m pytest tests python/merge_core --doctest-modules "$@"
