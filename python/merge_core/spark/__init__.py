@@ -472,7 +472,7 @@ def write(
 
     table = _open(table)
     table.new_write(row_kind, "1MiB").close()  # a table merge-core does not write is refused here, not in tasks
-    if table.buckets < 1:
+    if table.buckets == -1:  # postponed buckets (-2) are bucketed by the driver's plan, as fixed ones
         raise UnsupportedFeatureError(
             f"mcs.write of a table with dynamic buckets ('bucket' = {table.buckets}): its tasks would each place new "
             "keys in buckets, and could place them in the same ones; write it with Table.write"
