@@ -43,6 +43,7 @@ from ._plan import SEQUENCE_NUMBER, VALUE_KIND, FileRead, Plan, Planner, Split
 from ._postpone import PostponedCompaction, is_postponed, postponed_entries
 from ._postpone import bucket_ids as postponed_bucket_ids
 from ._postpone import new_write as postponed_table_write
+from ._rollback import rollback
 from ._schema import THIN_MODE, TableSchema, load_schema, schema_ids, schema_json
 from ._travel import TRAVEL_KEYS, load_tag, snapshot_to_read, tag_path
 from ._validation import check_new, check_stored
@@ -557,6 +558,28 @@ class Table:
         if not isinstance(orphan_age, (int, float)) or isinstance(orphan_age, bool) or orphan_age < 0:
             raise InvalidInputError(f"orphan_age must be a number of seconds (0 or more), got {orphan_age!r}")
         return expire_snapshots(self._root, self._schema.options, keep_snapshots, orphan_age)
+
+    def rollback_to(self, snapshot: int | None = None, tag: str | None = None) -> dict[str, int]:
+        """Rolls the table back to ``snapshot`` (an id) or ``tag`` (a tag's name), as
+        Paimon's ``rollbackTo`` does: the later snapshots, kept changelogs and the tags of
+        later snapshots are removed, then the files only they used (never one the target,
+        an earlier snapshot, a remaining tag or any branch uses). A tag whose snapshot has
+        expired has its snapshot restored; a snapshot id that expired but a tag holds
+        rolls back to that tag. Run it while no writer commits to the table. Returns the
+        ``snapshot`` rolled back to and the counts removed (``snapshots_removed``,
+        ``tags_removed``, ``changelogs_removed``, ``files_removed``,
+        ``manifests_removed``, ``bytes_removed``).
+
+        >>> import pyarrow as pa, merge_core as mc, tempfile
+        >>> t = mc.Table.create(tempfile.mkdtemp() + "/t", pa.schema([pa.field("k", pa.int64(), False)]), key="k")
+        >>> _ = t.write(pa.table({"k": [1]})); _ = t.write(pa.table({"k": [2]}))
+        >>> t.rollback_to(snapshot=1)["snapshots_removed"], t.snapshots()
+        (1, [1])
+        >>> t.read().read_all().to_pydict()
+        {'k': [1]}
+        """
+        self._planner = None  # a compaction planned before may name a removed snapshot's id
+        return rollback(self._root, self._schema.options, snapshot, tag)
 
     # -- reading --------------------------------------------------------------------
 
