@@ -179,6 +179,70 @@ def test_a_missing_manifest_stops_the_rollback_before_anything_goes(tmp_path):
     assert sorted(p for p in root.rglob("*") if p.is_file()) == before
 
 
+def test_kept_changelogs_later_than_the_target_go_as_in_paimon(tmp_path):
+    """Paimon's ``cleanLongLivedChangelogs``: changelog files later than the target go
+    and the changelog's LATEST hint names the newest left (-1 when none is)."""
+    root = tmp_path / "db.db" / "t"
+    table, seen = history(root)
+    changelogs = root / "changelog"
+    changelogs.mkdir()
+    for i in (2, 3, 4, 5):  # a kept changelog has a snapshot's form
+        shutil.copy(root / "snapshot" / f"snapshot-{i}", changelogs / f"changelog-{i}")
+    (changelogs / "LATEST").write_text("5")
+    (changelogs / "EARLIEST").write_text("2")
+    result = table.rollback_to(snapshot=3)
+    assert result["changelogs_removed"] == 2
+    assert sorted(p.name for p in changelogs.glob("changelog-*")) == ["changelog-2", "changelog-3"]
+    assert (changelogs / "LATEST").read_text() == "3"
+    check_reads(root, seen[3], {})
+    table.rollback_to(snapshot=1)
+    assert not list(changelogs.glob("changelog-*")) and (changelogs / "LATEST").read_text() == "-1"
+    check_reads(root, seen[1], {})
+
+
+def test_the_command_line_rolls_back_and_reads_as_of_a_time(tmp_path):
+    import datetime
+    import os
+
+    import pyarrow.parquet as pq
+
+    cli = shutil.which("merge-core", path=os.path.dirname(sys.executable)) or "merge-core"
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([cli, "table", *args], capture_output=True, text=True, timeout=300)
+
+    root = tmp_path / "db.db" / "t"
+    table, seen = history(root)
+    lake = str(root)
+    table.create_tag("two", snapshot=2)
+    out = str(tmp_path / "out.parquet")
+    then = datetime.datetime.fromtimestamp(table.snapshot(2).time_millis / 1000)  # naive: local time
+    done = run("read", lake, "-o", out, "--as-of", then.isoformat(sep=" "))
+    assert done.returncode == 0 and rows_of(pq.read_table(out)) == seen[2], done.stderr
+    for args, message in [
+        (("rollback", lake), "one of the arguments --snapshot --tag is required"),
+        (("rollback", lake, "--snapshot", "1", "--tag", "two"), "not allowed with argument"),
+        (("rollback", lake, "--snapshot", "9"), "no snapshot 9 to roll back to"),
+        (("rollback", lake, "--tag", "nope"), "no tag 'nope'"),
+        (("read", lake, "-o", out, "--as-of", "yesterday"), "--as-of takes an ISO 8601 date-time"),
+        (("read", lake, "-o", out, "--as-of", "2001-01-01"), "no snapshot committed at or before 2001-01-01"),
+        (("read", lake, "-o", out, "--branch", "nope"), "--branch nope: no branch 'nope'"),
+    ]:
+        failed = run(*args)
+        assert failed.returncode == 2 and message in failed.stderr, (args, failed.stderr)
+    assert table.snapshots() == [1, 2, 3, 4, 5]
+    done = run("rollback", lake, "--tag", "two")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"rolled {lake} back to snapshot 2: removed 3 snapshots, ")
+    assert table.snapshots() == [1, 2] and pypaimon_read(root) == seen[2]
+    catalog(root).create_branch(identifier(root), "b", tag_name="two")
+    table.write(pa.table({"k": [1], "v": [9]}, schema=SCHEMA))
+    assert run("read", lake, "-o", out, "--branch", "b").returncode == 0
+    assert rows_of(pq.read_table(out)) == seen[2]
+    help_text = run("rollback", "--help").stdout
+    assert "--snapshot N" in help_text and "--tag NAME" in help_text and "examples:" in help_text
+
+
 # -- a rollback killed at every step ---------------------------------------------------
 
 KILLER = """
