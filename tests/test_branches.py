@@ -14,6 +14,17 @@ from helpers import pypaimon_commit
 from test_expire import SCHEMA, catalog, history, identifier, pypaimon_read, rows_of
 
 pytest.importorskip("pypaimon")
+pytest.importorskip("pypaimon_rust")
+
+
+def rust_read(root: Path, branch: str) -> list[tuple]:
+    """The rows pypaimon-rust reads from ``branch`` of the table at ``root``."""
+    from pypaimon_rust.datafusion import PaimonCatalog
+
+    table = PaimonCatalog({"warehouse": str(root.parent.parent)}).get_table(identifier(root) + f"$branch_{branch}")
+    builder = table.new_read_builder()
+    batches = builder.new_read().read(builder.new_scan().plan().splits())
+    return rows_of(pa.Table.from_batches(batches, schema=SCHEMA) if batches else SCHEMA.empty_table())
 
 
 def branched(root: Path) -> tuple[mc.Table, dict[int, list[tuple]]]:
@@ -33,7 +44,7 @@ def test_a_branch_pypaimon_made_reads_as_pypaimon_reads_it(tmp_path):
     b2 = mc.Table.open(root, branch="b2")
     assert (b2.branch, table.branch, table.branches()) == ("b2", "main", ["b2", "empty"])
     assert b2.snapshots() == [2] and b2.tags() == {"t2": 2}
-    assert rows_of(b2.read().read_all()) == pypaimon_read(root, branch="b2") == seen[2]
+    assert rows_of(b2.read().read_all()) == pypaimon_read(root, branch="b2") == rust_read(root, "b2") == seen[2]
     assert rows_of(b2.read(tag="t2").read_all()) == seen[2]
     assert rows_of(mc.Table.open(root, branch="empty").read().read_all()) == pypaimon_read(root, branch="empty") == []
     assert rows_of(mc.Table.open(root, branch="main").read().read_all()) == seen[3]
@@ -46,7 +57,7 @@ def test_commits_to_a_branch_land_where_paimon_keeps_them(tmp_path):
     assert b2.write(pa.table({"k": [1, 50], "v": [10, 50]}, schema=SCHEMA))["snapshot"] == 3
     assert (root / "branch" / "branch-b2" / "snapshot" / "snapshot-3").exists()
     mine = sorted({**dict(seen[2]), 1: 10, 50: 50}.items())
-    assert rows_of(b2.read().read_all()) == pypaimon_read(root, branch="b2") == mine
+    assert rows_of(b2.read().read_all()) == pypaimon_read(root, branch="b2") == rust_read(root, "b2") == mine
     pypaimon_commit(catalog(root).get_table(identifier(root) + "$branch_b2"), [{"k": 2, "v": 20}], SCHEMA)
     theirs = sorted({**dict(mine), 2: 20}.items())
     assert rows_of(b2.read().read_all()) == theirs
@@ -58,7 +69,7 @@ def test_commits_to_a_branch_land_where_paimon_keeps_them(tmp_path):
     assert table.snapshots() == [1, 2, 3] and rows_of(table.read().read_all()) == seen[3]
     table.rollback_to(snapshot=1)
     table.expire(keep_snapshots=1, orphan_age=0)
-    assert pypaimon_read(root, branch="b2") == rows_of(b2.read().read_all()) == theirs
+    assert pypaimon_read(root, branch="b2") == rows_of(b2.read().read_all()) == rust_read(root, "b2") == theirs
     assert pypaimon_read(root, {"scan.tag-name": "mine"}, branch="b2") == mine
     assert pypaimon_read(root) == seen[1]
 

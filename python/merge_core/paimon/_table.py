@@ -298,7 +298,11 @@ class Table:
         }
 
     def __repr__(self) -> str:
-        return f"<merge_core.Table {self._root} key={self.key} partition_by={self.partition_by} buckets={self.buckets}>"
+        branch = "" if self.branch == MAIN else f" branch={self.branch}"
+        return (
+            f"<merge_core.Table {self._root}{branch} key={self.key} partition_by={self.partition_by} "
+            f"buckets={self.buckets}>"
+        )
 
     # -- schema changes ---------------------------------------------------------------
 
