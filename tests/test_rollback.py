@@ -107,6 +107,10 @@ def test_a_rollback_to_a_tag_whose_snapshot_expired_restores_it_as_pypaimon_does
     root = tmp_path / "mc" / "db.db" / "t"
     table, seen = history(root)
     table.create_tag("one", snapshot=1)
+    tag = root / "tag" / "tag-one"  # as Java writes a tag: its snapshot and two fields of its own
+    tag.write_text(
+        json.dumps({**json.loads(tag.read_text()), "tagCreateTime": [2026, 1, 2, 3, 4, 5], "tagTimeRetained": None})
+    )
     table.expire(keep_snapshots=2, orphan_age=0)  # snapshots 4 and 5 are left
     copies = [tmp_path / name / "db.db" / "t" for name in ("pypaimon", "by-id")]
     for copy in copies:
@@ -123,6 +127,8 @@ def test_a_rollback_to_a_tag_whose_snapshot_expired_restores_it_as_pypaimon_does
     for copy in (root, *copies):
         check_reads(copy, seen[1], {"one": seen[1]})
     assert data_files(root) == data_files(copies[1]) == {f["path"].rpartition("/")[2] for f in table.files()}
+    restored = json.loads((root / "snapshot" / "snapshot-1").read_text())
+    assert "tagCreateTime" not in restored and "tagTimeRetained" not in restored and restored["id"] == 1
     assert table.write(pa.table({"k": [7], "v": [70]}, schema=SCHEMA))["snapshot"] == 2
 
 

@@ -40,6 +40,7 @@ builds on the snapshot it read, which the rollback may remove.
 
 from __future__ import annotations
 
+import json
 import math
 
 from ..errors import CorruptTableError, InvalidInputError, TableIOError, TableNotFoundError
@@ -48,6 +49,8 @@ from ._expire import References, _candidates, _remove_unused
 from ._meta import Snapshot, snapshot_ids
 from ._options import bool_option
 from ._travel import load_tag
+
+TAG_ONLY_FIELDS = ("tagCreateTime", "tagTimeRetained")
 
 
 def rollback(root: Location, options: dict[str, str], snapshot: int | None, tag: str | None) -> dict[str, int]:
@@ -74,7 +77,7 @@ def rollback(root: Location, options: dict[str, str], snapshot: int | None, tag:
     snapshot_dir = root / "snapshot"
     try:
         if not (snapshot_dir / f"snapshot-{target.id}").exists():
-            (snapshot_dir / f"snapshot-{target.id}").create_new(source.read_text())
+            (snapshot_dir / f"snapshot-{target.id}").create_new(_as_snapshot(source.read_text()))
             if target.id <= min(snapshot_ids(root)):
                 (snapshot_dir / "EARLIEST").write_text(str(target.id))
         remaining = [target.id, *(snap.id for snap in later)]
@@ -126,6 +129,15 @@ def _target(root: Location, snapshot: int | None, tag: str | None) -> tuple[Snap
         f"no snapshot {snapshot} to roll back to in the table at {root} "
         f"(the snapshots kept: {kept}, and no tag holds it)"
     )
+
+
+def _as_snapshot(text: str) -> str:
+    """A tag's JSON as its snapshot's, without the fields only a tag has (Paimon's
+    ``Tag.trimToSnapshot``)."""
+    document = json.loads(text)
+    for key in TAG_ONLY_FIELDS:
+        document.pop(key, None)
+    return json.dumps(document, indent=2)
 
 
 def _names(directory: Location, prefix: str) -> list[str]:
