@@ -86,3 +86,12 @@ def test_unknown_branches_and_removals_on_a_branch_are_refused(tmp_path):
     for action in (lambda: b2.expire(keep_snapshots=1), lambda: b2.rollback_to(snapshot=2)):
         with pytest.raises(mc.UnsupportedFeatureError, match="on branch 'b2' .*run it on the main table"):
             action()
+
+
+def test_a_catalog_opens_a_branch_by_paimons_name(tmp_path):
+    root = tmp_path / "db.db" / "t"
+    _, seen = branched(root)
+    b2 = mc.Catalog(tmp_path).get_table("db.t$branch_b2")
+    assert b2.branch == "b2" and rows_of(b2.read().read_all()) == seen[2]
+    with pytest.raises(mc.TableNotFoundError, match=r"no branch 'nope' .*\['b2', 'empty'\]"):
+        mc.Catalog(tmp_path).get_table("db.t$branch_nope")
