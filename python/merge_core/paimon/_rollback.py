@@ -74,22 +74,9 @@ def rollback(root: Location, options: dict[str, str], snapshot: int | None, tag:
         path = root / "changelog" / f"changelog-{i}"
         references.add_expired(Snapshot.read(path), path)
 
-    snapshot_dir = root / "snapshot"
     try:
-        if not (snapshot_dir / f"snapshot-{target.id}").exists():
-            (snapshot_dir / f"snapshot-{target.id}").create_new(_as_snapshot(source.read_text()))
-            if target.id <= min(snapshot_ids(root)):
-                (snapshot_dir / "EARLIEST").write_text(str(target.id))
-        remaining = [target.id, *(snap.id for snap in later)]
-        for newest, below in reversed(list(zip(remaining[1:], remaining, strict=False))):
-            (snapshot_dir / "LATEST").write_text(str(below))
-            (snapshot_dir / f"snapshot-{newest}").delete()
-        (snapshot_dir / "LATEST").write_text(str(target.id))
-        for i in reversed(later_changelogs):
-            (root / "changelog" / f"changelog-{i}").delete()
-        if later_changelogs:
-            kept = _numbered(root / "changelog", "changelog-")
-            (root / "changelog" / "LATEST").write_text(str(kept[-1] if kept else -1))
+        _remove_later_snapshots(root, target, source, [snap.id for snap in later])
+        _remove_later_changelogs(root / "changelog", later_changelogs)
         for name in later_tags:
             (root / "tag" / f"tag-{name}").delete()
         references.add_kept(snapshot_ids(root))
@@ -104,6 +91,31 @@ def rollback(root: Location, options: dict[str, str], snapshot: int | None, tag:
         "changelogs_removed": len(later_changelogs),
         **removed,
     }
+
+
+def _remove_later_snapshots(root: Location, target: Snapshot, source: Location, later: list[int]) -> None:
+    """Steps 2 and 3 of the module's order: the target restored if it has expired, then
+    the ``later`` snapshots removed newest first, ``LATEST`` naming the one below each."""
+    directory = root / "snapshot"
+    if not (directory / f"snapshot-{target.id}").exists():
+        (directory / f"snapshot-{target.id}").create_new(_as_snapshot(source.read_text()))
+        if target.id <= min(snapshot_ids(root)):
+            (directory / "EARLIEST").write_text(str(target.id))
+    remaining = [target.id, *later]
+    for newest, below in reversed(list(zip(remaining[1:], remaining, strict=False))):
+        (directory / "LATEST").write_text(str(below))
+        (directory / f"snapshot-{newest}").delete()
+    (directory / "LATEST").write_text(str(target.id))
+
+
+def _remove_later_changelogs(directory: Location, later: list[int]) -> None:
+    """Paimon's ``cleanLongLivedChangelogs``: the changelog's ``LATEST`` then names the
+    newest left, or -1."""
+    for i in reversed(later):
+        (directory / f"changelog-{i}").delete()
+    if later:
+        kept = _numbered(directory, "changelog-")
+        (directory / "LATEST").write_text(str(kept[-1] if kept else -1))
 
 
 def _target(root: Location, snapshot: int | None, tag: str | None) -> tuple[Snapshot, Location]:
