@@ -7,6 +7,7 @@ writes, tags, rollbacks, compactions and expires matches a plain-Python model.""
 
 from __future__ import annotations
 
+import datetime
 import json
 import shutil
 import subprocess
@@ -132,6 +133,23 @@ def test_a_rollback_to_a_tag_whose_snapshot_expired_restores_it_as_pypaimon_does
     assert table.write(pa.table({"k": [7], "v": [70]}, schema=SCHEMA))["snapshot"] == 2
 
 
+def test_a_rollback_as_of_a_time_takes_the_snapshot_pypaimons_rollback_to_timestamp_takes(tmp_path):
+    root = tmp_path / "mc" / "db.db" / "t"
+    table, seen = history(root)
+    base = 1_700_000_000_000
+    for snapshot in seen:  # an hour apart
+        path = root / "snapshot" / f"snapshot-{snapshot}"
+        path.write_text(json.dumps({**json.loads(path.read_text()), "timeMillis": base + snapshot * 3_600_000}))
+    theirs = tmp_path / "pypaimon" / "db.db" / "t"
+    shutil.copytree(root, theirs)
+    millis = base + 3 * 3_600_000 + 59_000
+    assert table.rollback_to(as_of=datetime.datetime.fromtimestamp(millis / 1000))["snapshot"] == 3
+    pypaimon_table(theirs).rollback_to_timestamp(millis)
+    assert state(root) == state(theirs) and state(root)["snapshots"] == [1, 2, 3]
+    check_reads(root, seen[3], {})
+    check_reads(theirs, seen[3], {})
+
+
 def test_branches_and_earlier_tags_keep_every_file_they_need(tmp_path):
     root = tmp_path / "db.db" / "t"
     table, seen = history(root, commits=6)  # snapshots 1..7
@@ -160,8 +178,11 @@ def test_bad_rollbacks_are_refused_and_change_nothing(tmp_path):
     table.expire(keep_snapshots=3, orphan_age=0)  # 3, 4, 5 are left
     before = sorted((p, p.stat().st_mtime_ns) for p in root.rglob("*") if p.is_file())
     for kwargs, error, match in [
-        ({}, mc.InvalidInputError, "one of snapshot and tag"),
-        ({"snapshot": 3, "tag": "two"}, mc.InvalidInputError, "one of snapshot and tag"),
+        ({}, mc.InvalidInputError, "one of snapshot, tag and as_of"),
+        ({"snapshot": 3, "tag": "two"}, mc.InvalidInputError, "one of snapshot, tag and as_of"),
+        ({"tag": "two", "as_of": datetime.datetime.now()}, mc.InvalidInputError, "one of snapshot, tag and as_of"),
+        ({"as_of": datetime.datetime(2001, 1, 1)}, mc.TableNotFoundError, "its earliest kept snapshot, 3, was"),
+        ({"as_of": "yesterday"}, mc.InvalidInputError, "as_of must be a datetime"),
         ({"snapshot": 1}, mc.TableNotFoundError, r"no snapshot 1 .*kept: \[3, 4, 5\], and no tag holds it"),
         ({"snapshot": 9}, mc.TableNotFoundError, "no snapshot 9"),
         ({"snapshot": "3"}, mc.InvalidInputError, "snapshot must be a snapshot id"),
@@ -226,8 +247,10 @@ def test_the_command_line_rolls_back_and_reads_as_of_a_time(tmp_path):
     done = run("read", lake, "-o", out, "--as-of", then.isoformat(sep=" "))
     assert done.returncode == 0 and rows_of(pq.read_table(out)) == seen[2], done.stderr
     for args, message in [
-        (("rollback", lake), "one of the arguments --snapshot --tag is required"),
+        (("rollback", lake), "one of the arguments --snapshot --tag --as-of is required"),
         (("rollback", lake, "--snapshot", "1", "--tag", "two"), "not allowed with argument"),
+        (("rollback", lake, "--as-of", "soon"), "--as-of takes an ISO 8601 date-time"),
+        (("rollback", lake, "--as-of", "2001-01-01"), "no snapshot committed at or before 2001-01-01"),
         (("rollback", lake, "--snapshot", "9"), "no snapshot 9 to roll back to"),
         (("rollback", lake, "--tag", "nope"), "no tag 'nope'"),
         (("read", lake, "-o", out, "--as-of", "yesterday"), "--as-of takes an ISO 8601 date-time"),
@@ -237,9 +260,12 @@ def test_the_command_line_rolls_back_and_reads_as_of_a_time(tmp_path):
         failed = run(*args)
         assert failed.returncode == 2 and message in failed.stderr, (args, failed.stderr)
     assert table.snapshots() == [1, 2, 3, 4, 5]
+    fourth = datetime.datetime.fromtimestamp(table.snapshot(4).time_millis / 1000)  # naive: local time
+    done = run("rollback", lake, "--as-of", fourth.isoformat())
+    assert done.returncode == 0 and table.snapshots() == [1, 2, 3, 4], done.stderr
     done = run("rollback", lake, "--tag", "two")
     assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith(f"rolled {lake} back to snapshot 2: removed 3 snapshots, ")
+    assert done.stdout.startswith(f"rolled {lake} back to snapshot 2: removed 2 snapshots, ")
     assert table.snapshots() == [1, 2] and pypaimon_read(root) == seen[2]
     catalog(root).create_branch(identifier(root), "b", tag_name="two")
     table.write(pa.table({"k": [1], "v": [9]}, schema=SCHEMA))

@@ -92,6 +92,7 @@ merge-core table tag lake/users nightly --delete             remove the tag (exp
     "rollback": """
 merge-core table rollback lake/users --snapshot 12           remove the snapshots after 12
 merge-core table rollback lake/users --tag before-backfill   back to the tagged snapshot (restored if expired)
+merge-core table rollback lake/users --as-of '2026-11-27 08:00'   back to the snapshot current then (local time)
 """,
 }
 
@@ -207,6 +208,12 @@ def add_command_to(commands: argparse._SubParsersAction) -> None:
     to = p.add_mutually_exclusive_group(required=True)
     to.add_argument("--snapshot", type=int, default=None, metavar="N", help="roll back to snapshot N")
     to.add_argument("--tag", default=None, metavar="NAME", help="roll back to the snapshot tag NAME holds")
+    to.add_argument(
+        "--as-of",
+        default=None,
+        metavar="TIME",
+        help="roll back to the newest snapshot committed at or before TIME (ISO 8601; local time without an offset)",
+    )
     p.set_defaults(run=cmd_rollback)
 
 
@@ -420,7 +427,8 @@ def cmd_tag(args: argparse.Namespace) -> int:
 
 def cmd_rollback(args: argparse.Namespace) -> int:
     table = open_table(args.path, args.warehouse)
-    result = table.rollback_to(snapshot=args.snapshot, tag=args.tag)
+    as_of = None if args.as_of is None else _moment(args.as_of)
+    result = table.rollback_to(snapshot=args.snapshot, tag=args.tag, as_of=as_of)
     tags = f", {plural(result['tags_removed'], 'tag')}" if result["tags_removed"] else ""
     print(
         f"rolled {args.path} back to snapshot {result['snapshot']}: removed"

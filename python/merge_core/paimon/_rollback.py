@@ -40,6 +40,7 @@ builds on the snapshot it read, which the rollback may remove.
 
 from __future__ import annotations
 
+import datetime
 import json
 import math
 
@@ -48,15 +49,22 @@ from ..fs import Location
 from ._expire import References, _candidates, _remove_unused
 from ._meta import Snapshot, snapshot_ids
 from ._options import bool_option
-from ._travel import load_tag
+from ._travel import load_tag, snapshot_to_read
 
 TAG_ONLY_FIELDS = ("tagCreateTime", "tagTimeRetained")
 
 
-def rollback(root: Location, options: dict[str, str], snapshot: int | None, tag: str | None) -> dict[str, int]:
-    """Rolls the table at ``root`` back to ``snapshot`` or ``tag`` (exactly one); returns
-    the snapshot rolled back to and what was removed."""
-    target, source = _target(root, snapshot, tag)
+def rollback(
+    root: Location,
+    options: dict[str, str],
+    snapshot: int | None,
+    tag: str | None,
+    as_of: datetime.datetime | None = None,
+) -> dict[str, int]:
+    """Rolls the table at ``root`` back to ``snapshot``, ``tag`` or the snapshot current
+    ``as_of`` a time (exactly one); returns the snapshot rolled back to and what was
+    removed."""
+    target, source = _target(root, snapshot, tag, as_of)
     later = [Snapshot.load(root, i) for i in snapshot_ids(root) if i > target.id]
     tags = {name: load_tag(root, name) for name in _names(root / "tag", "tag-")}
     later_tags = sorted(name for name, snap in tags.items() if snap.id > target.id)
@@ -118,10 +126,16 @@ def _remove_later_changelogs(directory: Location, later: list[int]) -> None:
         (directory / "LATEST").write_text(str(kept[-1] if kept else -1))
 
 
-def _target(root: Location, snapshot: int | None, tag: str | None) -> tuple[Snapshot, Location]:
-    """The snapshot to roll back to and the file holding it (a snapshot or a tag file)."""
-    if (snapshot is None) == (tag is None):
-        raise InvalidInputError("a rollback takes one of snapshot and tag")
+def _target(
+    root: Location, snapshot: int | None, tag: str | None, as_of: datetime.datetime | None
+) -> tuple[Snapshot, Location]:
+    """The snapshot to roll back to and the file holding it (a snapshot or a tag file).
+    ``as_of`` picks the newest snapshot committed by then, as Paimon's
+    ``rollback_to_timestamp`` does (a naive time is local)."""
+    if sum(x is not None for x in (snapshot, tag, as_of)) != 1:
+        raise InvalidInputError("a rollback takes one of snapshot, tag and as_of")
+    if as_of is not None:
+        snapshot = snapshot_to_read(root, {}, as_of=as_of).id
     if tag is not None:
         if not isinstance(tag, str):
             raise InvalidInputError(f"tag must be a tag's name, got {type(tag).__name__}")

@@ -578,9 +578,12 @@ class Table:
         refuse_on_branch(self._root, "expire")
         return expire_snapshots(self._root, self._schema.options, keep_snapshots, orphan_age)
 
-    def rollback_to(self, snapshot: int | None = None, tag: str | None = None) -> dict[str, int]:
-        """Rolls the table back to ``snapshot`` (an id) or ``tag`` (a tag's name), as
-        Paimon's ``rollbackTo`` does: the later snapshots, kept changelogs and the tags of
+    def rollback_to(
+        self, snapshot: int | None = None, tag: str | None = None, as_of: datetime.datetime | None = None
+    ) -> dict[str, int]:
+        """Rolls the table back to ``snapshot`` (an id), ``tag`` (a tag's name) or the
+        snapshot current ``as_of`` a time (as :meth:`read` picks it), as Paimon's
+        ``rollbackTo`` and ``rollback_to_timestamp`` do: the later snapshots, kept changelogs and the tags of
         later snapshots are removed, then the files only they used (never one the target,
         an earlier snapshot, a remaining tag or any branch uses). A tag whose snapshot has
         expired has its snapshot restored; a snapshot id that expired but a tag holds
@@ -599,7 +602,7 @@ class Table:
         """
         refuse_on_branch(self._root, "rollback")
         self._planner = None  # a compaction planned before may name a removed snapshot's id
-        return rollback(self._root, self._schema.options, snapshot, tag)
+        return rollback(self._root, self._schema.options, snapshot, tag, as_of)
 
     # -- reading --------------------------------------------------------------------
 
