@@ -95,3 +95,20 @@ def test_a_catalog_opens_a_branch_by_paimons_name(tmp_path):
     assert b2.branch == "b2" and rows_of(b2.read().read_all()) == seen[2]
     with pytest.raises(mc.TableNotFoundError, match=r"no branch 'nope' .*\['b2', 'empty'\]"):
         mc.Catalog(tmp_path).get_table("db.t$branch_nope")
+
+
+def test_a_schema_change_of_a_branch_stays_in_the_branch(tmp_path):
+    root = tmp_path / "db.db" / "t"
+    table, seen = branched(root)
+    b2 = mc.Table.open(root, branch="b2")
+    assert b2.add_column("note", pa.string()) == 1
+    assert (root / "branch" / "branch-b2" / "schema" / "schema-1").exists()
+    assert not (root / "schema" / "schema-1").exists()
+    b2 = mc.Table.open(root, branch="b2")
+    b2.write(pa.table({"k": [1], "v": [11], "note": ["x"]}))
+    expected = [{"k": k, "v": 11 if k == 1 else v, "note": "x" if k == 1 else None} for k, v in seen[2]]
+    assert b2.read().read_all().sort_by("k").to_pylist() == expected
+    theirs = catalog(root).get_table(identifier(root) + "$branch_b2")
+    builder = theirs.new_read_builder()
+    assert builder.new_read().to_arrow(builder.new_scan().plan().splits()).sort_by("k").to_pylist() == expected
+    assert mc.Table.open(root).schema.names == ["k", "v"] and rows_of(table.read().read_all()) == seen[3]
