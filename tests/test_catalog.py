@@ -204,7 +204,7 @@ REFUSED = [
     ("create_table", ["sys.t"], mc.InvalidInputError, r"cannot create sys\.t: 'sys' is Paimon's system database"),
     ("drop_table", ["sys.t"], mc.InvalidInputError, r"cannot drop sys\.t: 'sys' is Paimon's system database"),
     ("get_table", ["shop.orders$snapshots"], mc.UnsupportedFeatureError, "system table 'snapshots' of shop.orders"),
-    ("get_table", ["shop.orders$branch_b"], mc.UnsupportedFeatureError, "branch 'b' of table shop.orders: merge-core"),
+    ("get_table", ["shop.orders$branch_b"], mc.TableNotFoundError, r"no branch 'b' .*\(its branches: \[\]\)"),
     ("get_table", ["shop.orders$branch_b$files"], mc.UnsupportedFeatureError, "system table 'files' of shop.orders"),
     ("create_table", ["shop.t$snapshots"], mc.InvalidInputError, r"cannot create shop\.t\$snapshots: a '\$'"),
     ("create_table", ["shop.t$branch_b"], mc.InvalidInputError, r"cannot create shop\.t\$branch_b: a '\$'"),

@@ -27,7 +27,7 @@ COMMANDS = [
     ["demo"],
     ["bench"],
     ["table"],
-    *(["table", action] for action in ("create", "write", "read", "compact", "info", "expire")),
+    *(["table", action] for action in ("create", "write", "read", "compact", "info", "expire", "tag", "rollback")),
 ]
 
 

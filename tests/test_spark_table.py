@@ -109,3 +109,38 @@ def test_spark_dynamic_filter_threshold_and_empty_build_side(spark, tables):
     assert not mc.DynamicFilter(dim, "d", partition_column="sold", threshold=16).applies
     empty = mc.DynamicFilter(dim.where("d < date'1900-01-01'"), "d", partition_column="sold")
     assert mcs.read(spark, remote, dynamic_filter=empty).count() == 0
+
+
+def test_spark_writes_compacts_and_reads_a_branch(spark, tmp_path):
+    """Spark's tasks reopen the branch, not main: its files are written with the branch's
+    options (here its own compression) and hold the branch's rows, main untouched."""
+    import json
+
+    import pyarrow.parquet as pq
+
+    pypaimon = pytest.importorskip("pypaimon")
+    root = tmp_path / "db.db" / "t"
+    main = mc.Table.create(root, SCHEMA, key="id", partition_by="sold", buckets=2, merge="partial-update")
+    for version in range(3):
+        main.write(sales(100, version * 10, version))
+    pypaimon.CatalogFactory.create({"warehouse": str(tmp_path)}).create_tag("db.t", "one", snapshot_id=1)
+    pypaimon.CatalogFactory.create({"warehouse": str(tmp_path)}).create_branch("db.t", "b", tag_name="one")
+    branch_schema = root / "branch" / "branch-b" / "schema" / "schema-0"
+    document = json.loads(branch_schema.read_text())
+    document["options"]["file.compression"] = "snappy"  # as an ALTER TABLE of the branch would
+    branch_schema.write_text(json.dumps(document))
+    branch = mc.Table.open(root, branch="b")
+    local = mc.Table.create(
+        tmp_path / "local", SCHEMA, key="id", partition_by="sold", buckets=2, merge="partial-update"
+    )
+    local.write(sales(100, 0, 0))
+    for version in (7, 8):
+        local.write(sales(60, 70, version))
+        assert mcs.write(spark.createDataFrame(sales(60, 70, version).to_pandas()), branch)["snapshot"] == version - 5
+    assert mcs.compact(spark, branch, full=True)["snapshot"] == 4
+    expected = rows(local.read().read_all())
+    assert rows(branch.read().read_all()) == expected
+    assert rows(mcs.read(spark, branch).toArrow().cast(local.read().schema)) == expected
+    assert main.snapshots() == [1, 2, 3] and len(rows(main.read().read_all())) == 120
+    for f in branch.files():
+        assert pq.ParquetFile(root / f["path"]).metadata.row_group(0).column(0).compression == "SNAPPY", f["path"]

@@ -136,3 +136,53 @@ def test_scan_options_it_does_not_read_are_refused_by_name(tmp_path, options, er
         table.read()
     # A read's own argument picks the snapshot whatever the table's options say.
     assert rows(table.read(snapshot=1).read_all()) == [(0, 0), (10, 0)]
+
+
+def test_as_of_picks_the_snapshot_pypaimon_picks_around_every_commit_time(tmp_path):
+    root = tmp_path / "db.db" / "t"
+    table, seen = history(root)
+    base = 1_700_000_000_000
+    for snapshot in seen:
+        for millis in (base + snapshot * HOUR_MS - 1, base + snapshot * HOUR_MS, base + snapshot * HOUR_MS + 1):
+            at = datetime.datetime.fromtimestamp(millis / 1000, datetime.timezone.utc)
+            if millis < base + HOUR_MS:
+                with pytest.raises(mc.TableNotFoundError, match="its earliest kept snapshot, 1, was committed at"):
+                    table.read(as_of=at)
+                continue
+            expected = snapshot if millis >= base + snapshot * HOUR_MS else snapshot - 1
+            got = table.read(as_of=at)
+            assert rows(got.read_all()) == seen[expected]
+            assert got.stats["snapshot"] == expected
+            with_options(root, {"scan.timestamp-millis": str(millis)})
+            assert pypaimon_rows(root) == seen[expected]
+            clear_options(root, ["scan.timestamp-millis"])
+
+
+def clear_options(root: Path, keys: list[str]) -> None:
+    path = root / "schema" / "schema-0"
+    document = json.loads(path.read_text())
+    for key in keys:
+        document["options"].pop(key, None)
+    path.write_text(json.dumps(document))
+
+
+def test_a_naive_as_of_is_local_time_as_paimon_reads_scan_timestamp(tmp_path, monkeypatch):
+    import time
+
+    root = tmp_path / "db.db" / "t"
+    table, seen = history(root)
+    base = 1_700_000_000_000
+    try:
+        for zone in ("Asia/Kolkata", "America/Los_Angeles"):
+            monkeypatch.setenv("TZ", zone)
+            time.tzset()
+            local = datetime.datetime.fromtimestamp((base + 2 * HOUR_MS + 1000) / 1000)  # naive, local wall time
+            assert table.read(as_of=local).stats["snapshot"] == 2
+            assert table.read(as_of=local - datetime.timedelta(seconds=2)).stats["snapshot"] == 1
+            text = local.strftime("%Y-%m-%d %H:%M:%S")
+            with_options(root, {"scan.timestamp": text})
+            assert pypaimon_rows(root) == seen[2] == rows(mc.Table.open(root).read().read_all())
+            clear_options(root, ["scan.timestamp"])
+    finally:
+        monkeypatch.undo()
+        time.tzset()

@@ -1,8 +1,9 @@
-"""``merge-core table ...``: create, write, read, compact, inspect and expire a table."""
+"""``merge-core table ...``: create, write, read, compact, inspect, expire, tag and roll back a table."""
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 from typing import Any
 
@@ -43,6 +44,7 @@ EXAMPLES = """examples:
   merge-core table info lake/users
   merge-core table expire lake/users --keep 3
   merge-core table tag lake/users before-backfill
+  merge-core table rollback lake/users --tag before-backfill
   merge-core table info shop.users --warehouse lake         DB.TABLE in a warehouse (merge-core catalog)
 
 Run 'merge-core table ACTION --help' for an action's options and examples.
@@ -64,6 +66,9 @@ merge-core table read lake/users -o users.parquet --columns uuid,requests
 merge-core table read lake/sales -o jan.parquet --partition day=2024-01-01 --partition day=2024-01-02
 merge-core table read lake/users -o before.parquet --snapshot 3
 merge-core table read lake/users -o before.parquet --tag before-backfill
+merge-core table read lake/users -o then.parquet --as-of '2026-11-27 08:00'        local time
+merge-core table read lake/users -o then.parquet --as-of 2026-11-27T08:00:00+00:00
+merge-core table read lake/users -o trial.parquet --branch trial                    a branch Paimon made
 """,
     "compact": """
 merge-core table compact lake/users
@@ -84,13 +89,18 @@ merge-core table tag lake/users before-backfill              tag the latest snap
 merge-core table tag lake/users nightly --snapshot 12        tag snapshot 12
 merge-core table tag lake/users nightly --delete             remove the tag (expire takes what only it kept)
 """,
+    "rollback": """
+merge-core table rollback lake/users --snapshot 12           remove the snapshots after 12
+merge-core table rollback lake/users --tag before-backfill   back to the tagged snapshot (restored if expired)
+merge-core table rollback lake/users --as-of '2026-11-27 08:00'   back to the snapshot current then (local time)
+""",
 }
 
 
 def add_command_to(commands: argparse._SubParsersAction) -> None:
     table = commands.add_parser(
         "table",
-        help="an Apache Paimon primary-key table: create | write | read | compact | info | expire | tag",
+        help="an Apache Paimon primary-key table: create | write | read | compact | info | expire | tag | rollback",
         description="An Apache Paimon primary-key table, merged on read (Flink, Spark and pypaimon share it).",
         epilog=EXAMPLES,
         formatter_class=HelpFormatter,
@@ -147,6 +157,16 @@ def add_command_to(commands: argparse._SubParsersAction) -> None:
     which = p.add_mutually_exclusive_group()
     which.add_argument("--snapshot", type=int, default=None, help="read this snapshot (default: the latest)")
     which.add_argument("--tag", default=None, metavar="NAME", help="read the snapshot this tag holds")
+    which.add_argument(
+        "--as-of",
+        default=None,
+        metavar="TIME",
+        help="read the newest snapshot committed at or before TIME: an ISO 8601 date-time ('2026-11-27 08:00',"
+        " '2026-11-27T08:00:00+01:00'); without an offset it is local time, as Paimon reads scan.timestamp",
+    )
+    p.add_argument(
+        "--branch", default=None, metavar="NAME", help="read this branch of the table (default: main, the table itself)"
+    )
     p.set_defaults(run=cmd_read)
 
     p = sub("compact", "merge the files of buckets with many runs into one file each, dropping deletes")
@@ -180,11 +200,33 @@ def add_command_to(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--delete", action="store_true", help="remove the tag NAME")
     p.set_defaults(run=cmd_tag)
 
+    p = sub(
+        "rollback",
+        "roll the table back to a snapshot or tag: later snapshots, the tags of later snapshots and the files only"
+        " they used are removed (run it while nothing writes to the table)",
+    )
+    to = p.add_mutually_exclusive_group(required=True)
+    to.add_argument("--snapshot", type=int, default=None, metavar="N", help="roll back to snapshot N")
+    to.add_argument("--tag", default=None, metavar="NAME", help="roll back to the snapshot tag NAME holds")
+    to.add_argument(
+        "--as-of",
+        default=None,
+        metavar="TIME",
+        help="roll back to the newest snapshot committed at or before TIME (ISO 8601; local time without an offset)",
+    )
+    p.set_defaults(run=cmd_rollback)
 
-def open_table(path: str, warehouse: str | None = None) -> mc.Table:
-    """The table TABLE names (a directory, or DB.TABLE with --warehouse), or a UserError
-    naming what is there instead."""
-    return table_ref(path, warehouse).open()
+
+def open_table(path: str, warehouse: str | None = None, branch: str | None = None) -> mc.Table:
+    """The table TABLE names (a directory, or DB.TABLE with --warehouse), or its ``branch``,
+    or a UserError naming what is there instead."""
+    table = table_ref(path, warehouse).open()
+    if branch is None:
+        return table
+    try:
+        return mc.Table.open(table.path, filesystem=table.filesystem, branch=branch)
+    except (mc.TableNotFoundError, mc.InvalidInputError) as e:
+        raise UserError(f"--branch {branch}: {e}") from None
 
 
 def cmd_create(args: argparse.Namespace) -> int:
@@ -242,7 +284,8 @@ def cmd_write(args: argparse.Namespace) -> int:
 
 
 def cmd_read(args: argparse.Namespace) -> int:
-    table = open_table(args.path, args.warehouse)
+    table = open_table(args.path, args.warehouse, args.branch)
+    as_of = None if args.as_of is None else _moment(args.as_of)
     partitions: dict[str, list[str]] = {}
     for item in args.partition:
         column, value = _key_value(item, "--partition COL=VALUE")
@@ -258,7 +301,9 @@ def cmd_read(args: argparse.Namespace) -> int:
     check_output(args.output, [])
     with Progress() as progress:
         progress.phase("reading")
-        stream = table.read(columns=columns, partitions=partitions or None, snapshot=args.snapshot, tag=args.tag)
+        stream = table.read(
+            columns=columns, partitions=partitions or None, snapshot=args.snapshot, tag=args.tag, as_of=as_of
+        )
         rows = write_stream(stream, args.output, progress)
         seconds = progress.elapsed()
     s = stream.stats
@@ -270,6 +315,17 @@ def cmd_read(args: argparse.Namespace) -> int:
         f"partitions read {s['partitions_read']} of {s['partitions_total']}"
     )
     return 0
+
+
+def _moment(text: str) -> datetime.datetime:
+    """``--as-of``: an ISO 8601 date-time, or a date (its midnight); local time without an offset."""
+    try:
+        return datetime.datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise UserError(
+            f"--as-of takes an ISO 8601 date-time such as '2026-11-27 08:00' or '2026-11-27T08:00:00+01:00',"
+            f" got {text!r}"
+        ) from None
 
 
 def cmd_compact(args: argparse.Namespace) -> int:
@@ -366,4 +422,18 @@ def cmd_tag(args: argparse.Namespace) -> int:
         return 0
     snapshot = table.create_tag(args.name, args.snapshot)
     print(f"tagged snapshot {snapshot} of {args.path} as {args.name}")
+    return 0
+
+
+def cmd_rollback(args: argparse.Namespace) -> int:
+    table = open_table(args.path, args.warehouse)
+    as_of = None if args.as_of is None else _moment(args.as_of)
+    result = table.rollback_to(snapshot=args.snapshot, tag=args.tag, as_of=as_of)
+    tags = f", {plural(result['tags_removed'], 'tag')}" if result["tags_removed"] else ""
+    print(
+        f"rolled {args.path} back to snapshot {result['snapshot']}: removed"
+        f" {plural(result['snapshots_removed'], 'snapshot')}{tags},"
+        f" {plural(result['files_removed'], 'data file')} and {plural(result['manifests_removed'], 'manifest file')}"
+        f" ({human_bytes(result['bytes_removed'])})"
+    )
     return 0

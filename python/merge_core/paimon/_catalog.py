@@ -151,12 +151,12 @@ class Catalog:
     def get_table(self, identifier: str) -> Table:
         """The table ``"db.table"``: a ``TableNotFoundError`` names the database or table
         that does not exist; system tables (``db.t$snapshots``, the ``sys`` database) and
-        branches (``db.t$branch_b``) are an ``UnsupportedFeatureError``."""
+        ``"db.table$branch_b"`` is its branch ``b`` (``Table.open(..., branch="b")``)."""
         database, table = _identifier(identifier)
         _readable_database(database)
-        _readable_table(database, table)
+        table, branch = _readable_table(database, table)
         root = self._existing_table(database, table)
-        return Table.open(root.path, filesystem=root.store.fs)
+        return Table.open(root.path, filesystem=root.store.fs, branch=branch)
 
     def create_table(
         self,
@@ -343,16 +343,14 @@ def _readable_database(name: str) -> None:
         )
 
 
-def _readable_table(database: str, table: str) -> None:
-    """Refuses a branch (``t$branch_b``) or a system table (``t$snapshots``) by name."""
+def _readable_table(database: str, table: str) -> tuple[str, str | None]:
+    """The table and branch (``t$branch_b``) a name reads; a system table (``t$snapshots``)
+    is refused by name."""
     if SYSTEM_SPLITTER not in table:
-        return
+        return table, None
     parts = table.split(SYSTEM_SPLITTER)
     if len(parts) == 2 and parts[1].startswith(BRANCH_PREFIX):
-        raise UnsupportedFeatureError(
-            f"{database}.{table} is branch {parts[1][len(BRANCH_PREFIX) :]!r} of table {database}.{parts[0]}:"
-            " merge-core reads the main branch only"
-        )
+        return parts[0], parts[1][len(BRANCH_PREFIX) :]
     name = parts[-1]
     raise UnsupportedFeatureError(
         f"{database}.{table} is Paimon's system table {name!r} of {database}.{parts[0]}: merge-core reads data tables"

@@ -223,8 +223,8 @@ OPTIONS: tuple[CoreOption, ...] = _options(
     (
         "branch",
         _string,
-        unless(("main",), "merge-core reads the main branch only", A),
-        unless(("main",), "merge-core writes the main branch only", A),
+        unless(("main",), "merge-core reads a branch opened as Table.open(path, branch=NAME), not by this option", A),
+        unless(("main",), "merge-core writes a branch opened as Table.open(path, branch=NAME), not by this option", A),
         "the branch a job reads and writes",
     ),
     # -- files --------------------------------------------------------------------------

@@ -167,8 +167,9 @@ class References:
     latest: tuple[Location, set[str]] | None = None  # the latest snapshot's file and data files
     _avro: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
-    def add_expired(self, snap: Snapshot) -> None:
-        path = self.root / "snapshot" / f"snapshot-{snap.id}"
+    def add_expired(self, snap: Snapshot, path: Location | None = None) -> None:
+        """Every file ``snap`` names (held by ``path``, default its snapshot file) may go."""
+        path = path or self.root / "snapshot" / f"snapshot-{snap.id}"
         meta, data = self._names(snap, path.exists, every_entry=True)
         self.expired_names |= meta | data
 
@@ -176,14 +177,19 @@ class References:
         """Everything kept: main's remaining snapshots (the latest first), its tags and
         changelogs, and every branch's snapshots, tags and changelogs."""
         for path in self._kept_files(snapshot_ids_of_main):
-            snap = _try_load(path)
-            if snap is None:
-                continue  # expired or deleted by another process meanwhile
-            meta, data = self._names(snap, path.exists, every_entry=False)
-            self.kept_meta |= meta
-            self.kept_data |= data
-            if self.latest is None:
-                self.latest = (path, data)
+            self.add_kept_file(path)
+
+    def add_kept_file(self, path: Location) -> None:
+        """The files the snapshot in ``path`` (a snapshot, tag or changelog file) uses stay;
+        the first one added is the one :meth:`check_layout` checks."""
+        snap = _try_load(path)
+        if snap is None:
+            return  # expired or deleted by another process meanwhile
+        meta, data = self._names(snap, path.exists, every_entry=False)
+        self.kept_meta |= meta
+        self.kept_data |= data
+        if self.latest is None:
+            self.latest = (path, data)
 
     def check_layout(self, candidates: list[tuple[Any, str]]) -> None:
         """Refuses to go on unless every data file of the latest snapshot is where the

@@ -31,6 +31,7 @@ from ..fs import Location, Store, resolve
 from ..inputs import as_stream_source, batches_of, check_threads, column_names
 from ..merge_functions import merge_spec
 from . import _alter, _binary, _hash_index, _key_order
+from ._branch import MAIN, BranchRoot, branch_root, branches, refuse_on_branch
 from ._commit import CommitMessage, Committer, summary
 from ._compact import CompactTask, compaction_tasks
 from ._core_options import READ, SNAPSHOT_CHOICE, WRITE, check_options, refuse
@@ -43,6 +44,7 @@ from ._plan import SEQUENCE_NUMBER, VALUE_KIND, FileRead, Plan, Planner, Split
 from ._postpone import PostponedCompaction, is_postponed, postponed_entries
 from ._postpone import bucket_ids as postponed_bucket_ids
 from ._postpone import new_write as postponed_table_write
+from ._rollback import rollback
 from ._schema import THIN_MODE, TableSchema, load_schema, schema_ids, schema_json
 from ._travel import TRAVEL_KEYS, load_tag, snapshot_to_read, tag_path
 from ._validation import check_new, check_stored
@@ -136,9 +138,13 @@ class Table:
         return cls(*_create(root, schema, key, partition_by, buckets, merge, sequence, sequence_order, options))
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str], filesystem: pafs.FileSystem | None = None) -> Table:
-        """The table at ``path`` (see :meth:`create` for ``path`` and ``filesystem``)."""
-        root = resolve(path, filesystem)
+    def open(
+        cls, path: str | os.PathLike[str], filesystem: pafs.FileSystem | None = None, branch: str | None = None
+    ) -> Table:
+        """The table at ``path`` (see :meth:`create` for ``path`` and ``filesystem``), or
+        its branch ``branch`` (made by Paimon's ``createBranch``): its own snapshots,
+        schemas and tags, read and committed where Paimon keeps them."""
+        root = branch_root(resolve(path, filesystem), branch)
         ids = schema_ids(root)
         if not ids:
             raise TableNotFoundError(f"no Paimon table at {root} (it has no schema/schema-N file)")
@@ -157,6 +163,15 @@ class Table:
         """The pyarrow filesystem the table is on: with :attr:`path`, what opens the same
         table elsewhere (a Spark executor) without relying on its environment."""
         return self._root.store.fs
+
+    @property
+    def branch(self) -> str:
+        """The branch this object reads and writes (``"main"``: the table itself)."""
+        return self._root.branch if isinstance(self._root, BranchRoot) else MAIN
+
+    def branches(self) -> list[str]:
+        """The table's branches, whichever writer made them (``main`` not included)."""
+        return branches(self._root)
 
     @property
     def schema(self) -> pa.Schema:
@@ -283,7 +298,11 @@ class Table:
         }
 
     def __repr__(self) -> str:
-        return f"<merge_core.Table {self._root} key={self.key} partition_by={self.partition_by} buckets={self.buckets}>"
+        branch = "" if self.branch == MAIN else f" branch={self.branch}"
+        return (
+            f"<merge_core.Table {self._root}{branch} key={self.key} partition_by={self.partition_by} "
+            f"buckets={self.buckets}>"
+        )
 
     # -- schema changes ---------------------------------------------------------------
 
@@ -556,7 +575,34 @@ class Table:
             raise InvalidInputError(f"keep_snapshots must be at least 1, got {keep_snapshots!r}")
         if not isinstance(orphan_age, (int, float)) or isinstance(orphan_age, bool) or orphan_age < 0:
             raise InvalidInputError(f"orphan_age must be a number of seconds (0 or more), got {orphan_age!r}")
+        refuse_on_branch(self._root, "expire")
         return expire_snapshots(self._root, self._schema.options, keep_snapshots, orphan_age)
+
+    def rollback_to(
+        self, snapshot: int | None = None, tag: str | None = None, as_of: datetime.datetime | None = None
+    ) -> dict[str, int]:
+        """Rolls the table back to ``snapshot`` (an id), ``tag`` (a tag's name) or the
+        snapshot current ``as_of`` a time (as :meth:`read` picks it), as Paimon's
+        ``rollbackTo`` and ``rollback_to_timestamp`` do: the later snapshots, kept changelogs and the tags of
+        later snapshots are removed, then the files only they used (never one the target,
+        an earlier snapshot, a remaining tag or any branch uses). A tag whose snapshot has
+        expired has its snapshot restored; a snapshot id that expired but a tag holds
+        rolls back to that tag. Run it while no writer commits to the table. Returns the
+        ``snapshot`` rolled back to and the counts removed (``snapshots_removed``,
+        ``tags_removed``, ``changelogs_removed``, ``files_removed``,
+        ``manifests_removed``, ``bytes_removed``).
+
+        >>> import pyarrow as pa, merge_core as mc, tempfile
+        >>> t = mc.Table.create(tempfile.mkdtemp() + "/t", pa.schema([pa.field("k", pa.int64(), False)]), key="k")
+        >>> _ = t.write(pa.table({"k": [1]})); _ = t.write(pa.table({"k": [2]}))
+        >>> t.rollback_to(snapshot=1)["snapshots_removed"], t.snapshots()
+        (1, [1])
+        >>> t.read().read_all().to_pydict()
+        {'k': [1]}
+        """
+        refuse_on_branch(self._root, "rollback")
+        self._planner = None  # a compaction planned before may name a removed snapshot's id
+        return rollback(self._root, self._schema.options, snapshot, tag, as_of)
 
     # -- reading --------------------------------------------------------------------
 
@@ -676,7 +722,7 @@ class Table:
         and ``read(tag=name)`` reads it, here and in every Paimon reader.
 
         The tag is created only if absent (atomically, on S3 too): a tag of that name, by
-        any writer, is an error, as Paimon's is. Tags of branches are not made here.
+        any writer, is an error, as Paimon's is. On a branch, the tag is the branch's.
 
         >>> import pyarrow as pa, merge_core as mc, tempfile
         >>> t = mc.Table.create(tempfile.mkdtemp() + "/t", pa.schema([pa.field("k", pa.int64(), False)]), key="k")

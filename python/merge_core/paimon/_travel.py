@@ -49,12 +49,28 @@ def load_tag(root: Location, name: str) -> Snapshot:
 
 
 def snapshot_as_of(root: Location, millis: int) -> Snapshot:
-    """The newest snapshot committed at or before ``millis`` (epoch milliseconds)."""
-    for i in reversed(snapshot_ids(root)):
-        snap = Snapshot.load(root, i)
+    """The newest snapshot committed at or before ``millis`` (epoch milliseconds), found
+    as Paimon's ``earlierOrEqualTimeMills`` finds it: a binary search of the kept
+    snapshots by commit time (which commits make ascending)."""
+    ids = snapshot_ids(root)
+    low, high = 0, len(ids) - 1
+    found = None
+    while low <= high:
+        middle = (low + high) // 2
+        snap = Snapshot.load(root, ids[middle])
         if snap.time_millis <= millis:
-            return snap
-    raise TableNotFoundError(f"the table at {root} has no snapshot committed at or before {_iso(millis)}")
+            found, low = snap, middle + 1
+        else:
+            high = middle - 1
+    if found is not None:
+        return found
+    if not ids:
+        raise TableNotFoundError(f"the table at {root} has no snapshot yet")
+    earliest = Snapshot.load(root, ids[0])
+    raise TableNotFoundError(
+        f"the table at {root} has no snapshot committed at or before {_iso(millis)}: its earliest kept snapshot, "
+        f"{earliest.id}, was committed at {_iso(earliest.time_millis)} (local time)"
+    )
 
 
 def snapshot_to_read(

@@ -478,11 +478,11 @@ def write(
             "keys in buckets, and could place them in the same ones; write it with Table.write"
         )
     check_workers(df.sparkSession)
-    path, filesystem = str(table.path), table.filesystem
+    path, filesystem, branch = str(table.path), table.filesystem, table.branch
     buckets_schema = StructType([*df.schema.fields, StructField(BUCKET_COLUMN, IntegerType(), False)])
 
     def bucket_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        opened = Table.open(path, filesystem)
+        opened = Table.open(path, filesystem, branch)
         for batch in batches:
             yield batch.append_column(BUCKET_COLUMN, opened.bucket_ids(batch, row_kind))
 
@@ -492,7 +492,7 @@ def write(
             return
         rows = (b.drop_columns([BUCKET_COLUMN]) for b in _chain(first, batches))
         # the sort, and one thread encoding files beside it (Spark runs a task per core)
-        with Table.open(path, filesystem).new_write(row_kind, memory_limit, threads=2) as writer:
+        with Table.open(path, filesystem, branch).new_write(row_kind, memory_limit, threads=2) as writer:
             writer.write(rows)
             messages = writer.prepare_commit()
         yield pa.record_batch({"message": pa.array([pickle.dumps(m) for m in messages], pa.binary())})
@@ -517,10 +517,10 @@ def compact(spark: SparkSession, table: Table | str | os.PathLike[str], full: bo
     if not tasks:
         return summary(max(table.snapshots(), default=None), [], compaction=True)
     check_workers(spark)
-    path, filesystem = str(table.path), table.filesystem
+    path, filesystem, branch = str(table.path), table.filesystem, table.branch
 
     def compact_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        opened = Table.open(path, filesystem)
+        opened = Table.open(path, filesystem, branch)
         for batch in batches:
             tasks = [pickle.loads(t) for t in batch.column("task").to_pylist()]
             done = [pickle.dumps(opened.compact_bucket(t, threads=2)) for t in tasks]
@@ -556,10 +556,10 @@ def read(
     if stats is not None:
         stats.update(splits.stats)
     spark_schema = from_arrow_schema(table.read_schema(columns, splits.stats["snapshot"] or None))
-    path, filesystem = str(table.path), table.filesystem
+    path, filesystem, branch = str(table.path), table.filesystem, table.branch
 
     def read_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        opened = Table.open(path, filesystem)
+        opened = Table.open(path, filesystem, branch)
         for batch in batches:
             for blob in batch.column("split").to_pylist():
                 yield from opened.read_split(pickle.loads(blob))
