@@ -290,6 +290,33 @@ def test_an_overwrite_replaces_a_write_committed_before_it(tmp_path):
     check_reads(table.path, model)
 
 
+def test_an_overwrite_that_loses_a_race_replaces_the_winner(tmp_path, monkeypatch):
+    """A write that claims the snapshot id the overwrite's first attempt meant to take:
+    the overwrite retries on top of it, and its deletes, recomputed, take the winner's
+    file of the replaced partition too (a delete list kept from the first attempt would
+    leave it live)."""
+    from merge_core.paimon._commit import Committer
+
+    table = create(tmp_path / "db.db" / "t")
+    table.write(data(BASE))
+    with table.new_write(overwrite=True) as write:
+        write.write(data([(1, "d1", 100)]))
+        messages = write.prepare_commit()
+    claim, raced = Committer._claim, []
+
+    def racing_claim(self, snapshot_id, text):
+        if not raced:
+            raced.append(snapshot_id)
+            mc.Table.open(table.path).write(data([(4, "d1", 400), (4, "d2", 400)]))
+        return claim(self, snapshot_id, text)
+
+    monkeypatch.setattr(Committer, "_claim", racing_claim)
+    assert table.commit(messages, overwrite={"day": "d1"}) == 3 and raced == [2]
+    model = {(day, k): v for k, day, v in BASE if day != "d1"}
+    model.update({("d1", 1): 100, ("d2", 4): 400})
+    check_reads(table.path, model)
+
+
 def test_a_partitions_entries_match_pypaimons(tmp_path):
     """Table.partitions() against pypaimon's partition listing (Paimon's partition
     entries): stored rows, files and bytes of each partition, after an overwrite; the
