@@ -250,6 +250,23 @@ def test_drop_partitions_and_truncate_as_pypaimon(tmp_path):
     assert len(builder.new_read().to_arrow(builder.new_scan().plan().splits())) == len(rows)
 
 
+def test_an_overwrite_of_a_branch_leaves_main_as_it_was(tmp_path):
+    """A branch (pypaimon's create_branch) overwritten and a partition of it dropped:
+    the branch reads the model's rows in merge-core and pypaimon, main its own rows."""
+    root = tmp_path / "db.db" / "t"
+    create(root).write(data(BASE))
+    catalog(root).create_tag(identifier(root), "t1", snapshot_id=1)
+    catalog(root).create_branch(identifier(root), "b", tag_name="t1")
+    branch = mc.Table.open(root, branch="b")
+    branch.write(data([(1, "d1", 100)]), overwrite={"day": "d1"})
+    branch.drop_partitions([{"day": "d2"}])
+    model = {(day, k): v for k, day, v in BASE if day == "d3"} | {("d1", 1): 100}
+    assert tuples(branch.read().read_all().to_pylist()) == expected(model)
+    builder = catalog(root).get_table(identifier(root) + "$branch_b").new_read_builder()
+    assert tuples(builder.new_read().to_arrow(builder.new_scan().plan().splits()).to_pylist()) == expected(model)
+    check_reads(root, {(day, k): v for k, day, v in BASE})
+
+
 def test_drop_partitions_refuses_what_paimon_would(tmp_path):
     table = create(tmp_path / "db.db" / "t")
     table.write(data(BASE))
@@ -265,6 +282,12 @@ def test_drop_partitions_refuses_what_paimon_would(tmp_path):
     with pytest.raises(mc.InvalidInputError, match="truncate"):
         flat.drop_partitions([{"day": "d1"}])
     assert table.snapshots() == [1]
+    # A table merge-core does not write is not dropped from or truncated either.
+    vectors = create(tmp_path / "db.db" / "dv", **{"deletion-vectors.enabled": "true"})
+    for drop in (lambda: vectors.drop_partitions([{"day": "d1"}]), vectors.truncate):
+        with pytest.raises(mc.UnsupportedFeatureError, match="deletion-vectors.enabled"):
+            drop()
+    assert vectors.snapshots() == []
 
 
 def test_an_overwrite_replaces_a_write_committed_before_it(tmp_path):

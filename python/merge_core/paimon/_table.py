@@ -493,11 +493,13 @@ class Table:
         matches (a spec names some or all partition columns; a partition with no file is
         no error). Returns the snapshot and the partitions, files and stored rows
         dropped. The files stay for older snapshots and tags until ``expire``."""
+        refuse(self._schema.options, WRITE)
         return drop_partitions(self._root, self._schema, partitions)
 
     def truncate(self) -> dict[str, int | None]:
         """Empties the table, as Paimon's ``truncateTable``: one OVERWRITE snapshot
         without any file. Returns what :meth:`drop_partitions` returns."""
+        refuse(self._schema.options, WRITE)
         return truncate(self._root, self._schema)
 
     def delete(self, keys: Any, memory_limit: int | str = "256MiB") -> dict[str, int | None]:
