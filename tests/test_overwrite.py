@@ -267,6 +267,37 @@ def test_an_overwrite_of_a_branch_leaves_main_as_it_was(tmp_path):
     check_reads(root, {(day, k): v for k, day, v in BASE})
 
 
+def test_specs_match_typed_partition_values(tmp_path):
+    """Date, int and timestamp partition columns, their spec values given as strings (as
+    Paimon's specs hold them) or in the columns' types: the partitions they name, no other."""
+    import datetime
+
+    schema = pa.schema(
+        [
+            pa.field("k", pa.int64(), False),
+            pa.field("d", pa.date32(), False),
+            pa.field("n", pa.int32(), False),
+            pa.field("ts", pa.timestamp("ms"), False),
+        ]
+    )
+    options = {"dynamic-partition-overwrite": "false"}
+    table = mc.Table.create(tmp_path / "t", schema, key="k", partition_by=["d", "n", "ts"], buckets=1, options=options)
+    d1, d2, ts = datetime.date(2024, 1, 1), datetime.date(2024, 1, 2), datetime.datetime(2024, 1, 1, 12, 30)
+    rows = {1: (d1, 1), 2: (d2, 1), 3: (d1, 2), 4: (d2, 2)}
+    table.write(
+        pa.table(
+            {"k": list(rows), "d": [r[0] for r in rows.values()], "n": [r[1] for r in rows.values()], "ts": [ts] * 4},
+            schema=schema,
+        )
+    )
+    assert table.drop_partitions([{"d": "2024-01-01", "n": "2"}])["rows"] == 1
+    assert table.drop_partitions([{"ts": "2024-01-01 12:30:00", "d": d2, "n": 2}])["rows"] == 1
+    table.write(pa.table({"k": [9], "d": [d1], "n": [1], "ts": [ts]}, schema=schema), overwrite={"d": d1, "n": 1})
+    assert sorted(r["k"] for r in table.read().read_all().to_pylist()) == [2, 9]
+    with pytest.raises(mc.InvalidInputError, match="does not fit"):
+        table.drop_partitions([{"d": "tomorrow"}])
+
+
 def test_drop_partitions_refuses_what_paimon_would(tmp_path):
     table = create(tmp_path / "db.db" / "t")
     table.write(data(BASE))

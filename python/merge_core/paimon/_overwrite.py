@@ -37,7 +37,7 @@ from . import _binary, _hash_index, _key_order
 from ._commit import Changes, CommitMessage, Committer
 from ._compact import top_level
 from ._meta import DELETE, Snapshot
-from ._options import bool_option
+from ._options import bool_option, int_option
 from ._paths import POSTPONE_BUCKET
 from ._schema import TableSchema
 
@@ -122,7 +122,7 @@ class Overwrite:
         self.added, self.new_index = list(added), list(new_index)
         self.partitions = _Partitions(schema)
         # Paimon's overwrite scan takes real buckets only, unless the table is postponed.
-        self.every_bucket = int(schema.options.get("bucket", "-1")) == POSTPONE_BUCKET
+        self.every_bucket = int_option(schema.options, "bucket", -1) == POSTPONE_BUCKET
         self.deleted: list[dict[str, Any]] = []  # the last attempt's
 
     def _replaces(self, partition: bytes) -> bool:
