@@ -1,4 +1,5 @@
-"""``merge-core table ...``: create, write, read, compact, inspect, expire, tag and roll back a table."""
+"""``merge-core table ...``: create, write (or overwrite), read, compact, inspect, expire, tag and roll back
+a table, drop its partitions or truncate it."""
 
 from __future__ import annotations
 
@@ -45,6 +46,8 @@ EXAMPLES = """examples:
   merge-core table expire lake/users --keep 3
   merge-core table tag lake/users before-backfill
   merge-core table rollback lake/users --tag before-backfill
+  merge-core table write lake/sales jan1.parquet --overwrite --partition day=2024-01-01
+  merge-core table drop-partition lake/sales day=2024-01-01
   merge-core table info shop.users --warehouse lake         DB.TABLE in a warehouse (merge-core catalog)
 
 Run 'merge-core table ACTION --help' for an action's options and examples.
@@ -60,6 +63,8 @@ merge-core table create shop.users --warehouse lake --like data/0.parquet -k uui
     "write": """
 merge-core table write lake/users data/*.parquet --null-string name     one commit per file
 merge-core table write lake/users changes.parquet --row-kind op          op holds +I, -U, +U or -D
+merge-core table write lake/users full.parquet --overwrite                 replace the table (one commit)
+merge-core table write lake/sales jan1.parquet --overwrite --partition day=2024-01-01
 """,
     "read": """
 merge-core table read lake/users -o users.parquet --columns uuid,requests
@@ -94,13 +99,24 @@ merge-core table rollback lake/users --snapshot 12           remove the snapshot
 merge-core table rollback lake/users --tag before-backfill   back to the tagged snapshot (restored if expired)
 merge-core table rollback lake/users --as-of '2026-11-27 08:00'   back to the snapshot current then (local time)
 """,
+    "drop-partition": """
+merge-core table drop-partition lake/sales day=2024-01-01
+merge-core table drop-partition lake/sales day=2024-01-01 day=2024-01-02          two partitions
+merge-core table drop-partition lake/sales region=eu,day=2024-01-01               by both columns
+merge-core table drop-partition lake/sales region=eu                              every day of region eu
+""",
+    "truncate": """
+merge-core table truncate lake/users
+merge-core table truncate shop.users --warehouse lake
+""",
 }
 
 
 def add_command_to(commands: argparse._SubParsersAction) -> None:
     table = commands.add_parser(
         "table",
-        help="an Apache Paimon primary-key table: create | write | read | compact | info | expire | tag | rollback",
+        help="an Apache Paimon primary-key table: create | write | read | compact | info | expire | tag | rollback"
+        " | drop-partition | truncate",
         description="An Apache Paimon primary-key table, merged on read (Flink, Spark and pypaimon share it).",
         epilog=EXAMPLES,
         formatter_class=HelpFormatter,
@@ -142,6 +158,21 @@ def add_command_to(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--row-kind", default=None, metavar="COL", help="column of row kinds (+I, -U, +U, -D)")
     add_null_string_option(p, "commits after the table's first")
     add_memory_option(p, "sort memory of each write")
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace what the table holds with the files' rows, as one commit (Paimon's INSERT OVERWRITE): the"
+        " whole table, or with the table option dynamic-partition-overwrite (true by default) the partitions the"
+        " rows are in; older snapshots keep the replaced rows until expire",
+    )
+    p.add_argument(
+        "--partition",
+        action="append",
+        default=[],
+        metavar="COL=VALUE",
+        help="with --overwrite: overwrite this partition (one value per partition column, some or all of them);"
+        " every row must be in it",
+    )
     p.set_defaults(run=cmd_write)
 
     p = sub("read", "read the merged table (or an older snapshot) into a Parquet file")
@@ -215,6 +246,17 @@ def add_command_to(commands: argparse._SubParsersAction) -> None:
         help="roll back to the newest snapshot committed at or before TIME (ISO 8601; local time without an offset)",
     )
     p.set_defaults(run=cmd_rollback)
+    p = sub("drop-partition", "drop partitions: one commit without their files (older snapshots keep them)")
+    p.add_argument(
+        "specs",
+        nargs="+",
+        metavar="COL=VALUE[,COL=VALUE...]",
+        help="a partition to drop, by some or all of its columns (a partition with no data is skipped)",
+    )
+    p.set_defaults(run=cmd_drop_partition)
+
+    p = sub("truncate", "empty the table: one commit without any file (older snapshots keep them)")
+    p.set_defaults(run=cmd_truncate)
 
 
 def open_table(path: str, warehouse: str | None = None, branch: str | None = None) -> mc.Table:
@@ -255,7 +297,10 @@ def cmd_create(args: argparse.Namespace) -> int:
 
 
 def cmd_write(args: argparse.Namespace) -> int:
+    if args.partition and not args.overwrite:
+        raise UserError("--partition names the partition to overwrite: give --overwrite too")
     table = open_table(args.path, args.warehouse)
+    spec = _partition_spec(table, args.partition, "--partition COL=VALUE") if args.overwrite else None
     files = [(p, open_parquet(p, "IN")) for p in args.inputs]
     for path, parquet in files:
         missing = [n for n in table.schema.names if n not in parquet.schema_arrow.names]
@@ -266,6 +311,8 @@ def cmd_write(args: argparse.Namespace) -> int:
         check_no_null_keys(parquet, table.key, path)
         check_columns(args.null_string, "--null-string", parquet.schema_arrow, path)
     memory = parse_memory(args.memory)
+    if spec is not None:
+        return _overwrite(table, files, spec, args, memory)
     for path, parquet in files:
         with Progress() as progress:
             progress.phase(f"writing {path}", parquet.metadata.num_rows)
@@ -280,6 +327,70 @@ def cmd_write(args: argparse.Namespace) -> int:
             f"snapshot {result['snapshot']}: {path}: {plural(rows, 'row')} -> {plural(result['files'], 'file')}"
             f" in {seconds:.2f}s"
         )
+    return 0
+
+
+def _overwrite(table: mc.Table, files: list, spec: dict[str, str], args: argparse.Namespace, memory: int) -> int:
+    """``table write --overwrite``: every file's rows in one write, committed as one overwrite."""
+    null_strings = args.null_string and table.snapshots()
+    rows = sum(parquet.metadata.num_rows for _, parquet in files)
+    with Progress() as progress:
+        progress.phase("overwriting", rows)
+        with table.new_write(row_kind=args.row_kind, memory_limit=memory, overwrite=True) as write:
+            for _, parquet in files:
+                batches = parquet_batches(parquet, progress)
+                if null_strings:
+                    batches = (contest.null_strings_as_null(b, args.null_string) for b in batches)
+                write.write(pa.RecordBatchReader.from_batches(parquet.schema_arrow, batches))
+            messages = write.prepare_commit()
+        snapshot = table.commit(messages, overwrite=spec or True)
+        seconds = progress.elapsed()
+    what = ", ".join(f"{k}={v}" for k, v in spec.items()) or "the table"
+    if snapshot is None:
+        print(f"nothing overwritten: no rows, and the table replaces only the partitions rows are in ({what})")
+        return 0
+    written = sum(1 for m in messages if m.new_files)
+    print(
+        f"snapshot {snapshot}: overwrote {what} with {plural(rows, 'row')} from {plural(len(files), 'file')}"
+        f" -> {plural(written, 'file')} in {seconds:.2f}s"
+    )
+    return 0
+
+
+def _partition_spec(table: mc.Table, items: list[str], usage: str) -> dict[str, str]:
+    """COL=VALUE items as a partition spec: partition columns of the table, each once."""
+    spec: dict[str, str] = {}
+    for item in items:
+        column, value = _key_value(item, usage)
+        if column not in table.partition_by:
+            columns = ", ".join(table.partition_by) or "none"
+            raise UserError(f"{column} is not a partition column of the table (its partition columns: {columns})")
+        if column in spec:
+            raise UserError(f"partition column {column} is given twice ({spec[column]} and {value})")
+        spec[column] = value
+    return spec
+
+
+def cmd_drop_partition(args: argparse.Namespace) -> int:
+    table = open_table(args.path, args.warehouse)
+    if not table.partition_by:
+        raise UserError(f"{args.path} has no partition columns: 'merge-core table truncate' empties it")
+    specs = [_partition_spec(table, spec.split(","), "COL=VALUE[,COL=VALUE...]") for spec in args.specs]
+    result = table.drop_partitions(specs)
+    print(
+        f"snapshot {result['snapshot']}: dropped {plural(result['partitions'], 'partition')}"
+        f" ({plural(result['files'], 'file')}, {plural(result['rows'], 'stored row')});"
+        " older snapshots keep them until expire"
+    )
+    return 0
+
+
+def cmd_truncate(args: argparse.Namespace) -> int:
+    result = open_table(args.path, args.warehouse).truncate()
+    print(
+        f"snapshot {result['snapshot']}: truncated ({plural(result['files'], 'file')},"
+        f" {plural(result['rows'], 'stored row')} removed); older snapshots keep them until expire"
+    )
     return 0
 
 

@@ -4,7 +4,8 @@ Planning happens here, in Python, from the table's own files (``_schema``, ``_me
 ``_binary``, ``_dv``, ``_paths``, ``_plan``; keys compared in Paimon's order by
 ``_key_order``); the data files are decoded and merged in Rust (``_native.read_paimon``).
 Writes (``_write``) sort and fold in Rust's sort buffer and write Parquet with pyarrow;
-commits (``_commit``), ``_expire`` and ``_rollback`` handle the metadata; ``_postpone`` the
+commits (``_commit``; overwrites, dropped partitions and truncates in ``_overwrite``),
+``_expire`` and ``_rollback`` handle the metadata; ``_postpone`` the
 rows a postponed-bucket table keeps outside its buckets until a compaction; ``_travel``
 picks the snapshot a read takes and ``_branch`` points a table at one of its branches.
 ``_validation`` holds the rules Paimon checks a schema against, at create and at open.

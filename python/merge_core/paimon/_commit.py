@@ -13,6 +13,10 @@ did not land are removed; ``LATEST`` and ``EARLIEST`` are hints, as in Paimon.
 A write to a dynamic-bucket table also brings new HASH index files: the commit writes
 a new index manifest naming them in place of their buckets' old ones (``_hash_index``),
 refused as a conflict if another writer changed the partition's HASH files meanwhile.
+
+An overwrite (``_overwrite``) commits through :meth:`Committer.commit_changes` too: its
+changes, recomputed on each attempt's latest snapshot, delete what that snapshot holds in
+the partitions it replaces.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import io
 import json
 import time
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -136,6 +140,7 @@ class CommitMessage:
     compact_before: tuple[dict[str, Any], ...] = ()
     compact_after: tuple[dict[str, Any], ...] = ()
     hash_index: HashIndexUpdate | None = None
+    overwrite: bool = False  # written for an overwrite: committed only by one (``_overwrite``)
 
     @property
     def is_compaction(self) -> bool:
@@ -163,6 +168,19 @@ class CommitMessage:
             "_TOTAL_BUCKETS": self.total_buckets,
             "_FILE": f,
         }
+
+
+@dataclass(frozen=True)
+class Changes:
+    """What one commit attempt writes on top of the latest snapshot: its manifest entries,
+    and the new snapshot's index manifest entries (``None``: the latest's, unchanged)."""
+
+    entries: list[dict[str, Any]]
+    index: list[dict[str, Any]] | None = None
+
+
+# The changes of a commit, given each attempt's latest snapshot and its live entries.
+ChangesOf = Callable[[Snapshot | None, list[dict[str, Any]]], Changes]
 
 
 @dataclass
@@ -205,24 +223,30 @@ class Committer:
         """Commits the appends of ``messages`` as one snapshot, then their compactions as
         another (as Paimon does); returns the last snapshot's id (``None``: nothing to commit)."""
         last = None
+        appends = [e for m in messages for e in m.append_entries()]
         index = [m.hash_index for m in messages if m.hash_index is not None]
-        for kind, entries, updates in (
-            ("APPEND", [e for m in messages for e in m.append_entries()], index),
-            ("COMPACT", [e for m in messages for e in m.compact_entries()], []),
-        ):
-            if entries or updates:
-                last = self._commit(entries, kind, updates)
+        if appends or index:
+            last = self.commit_changes("APPEND", lambda latest, _: Changes(appends, self._hash_updates(latest, index)))
+        compactions = [e for m in messages for e in m.compact_entries()]
+        if compactions:
+            last = self.commit_changes("COMPACT", lambda *_: Changes(compactions))
         return last
 
-    def _commit(self, entries: list[dict[str, Any]], kind: str, index: list[HashIndexUpdate]) -> int:
+    def _hash_updates(self, latest: Snapshot | None, index: list[HashIndexUpdate]) -> list[dict[str, Any]] | None:
+        return _hash_index.updated_entries(self.root, latest, index) if index else None
+
+    def commit_changes(self, kind: str, changes: ChangesOf) -> int:
+        """Commits one snapshot of ``kind`` whose changes ``changes(latest, live)`` gives
+        on top of each attempt's latest snapshot and its live entries."""
         for _ in range(MAX_ATTEMPTS):
             latest_id = latest_snapshot_id(self.root)
             attempt = _Attempt()
             try:
                 latest = None if latest_id is None else Snapshot.load(self.root, latest_id)
                 live = [] if latest is None else live_entries(self.root, latest)
-                _check(entries, live, kind)
-                snapshot_id = self._try_commit(latest, live, entries, kind, index, attempt)
+                change = changes(latest, live)
+                _check(change.entries, live, kind)
+                snapshot_id = self._try_commit(latest, live, change, kind, attempt)
             except (CorruptTableError, TableNotFoundError):
                 attempt.remove()
                 if latest_id is None or (self.root / "snapshot" / f"snapshot-{latest_id}").exists():
@@ -244,12 +268,12 @@ class Committer:
         self,
         latest: Snapshot | None,
         live: list[dict[str, Any]],
-        entries: list[dict[str, Any]],
+        change: Changes,
         kind: str,
-        index: list[HashIndexUpdate],
         attempt: _Attempt,
     ) -> int | None:
         """Writes this attempt's metadata and claims the next snapshot id (``None``: lost)."""
+        entries = change.entries
         if latest is None:
             base_metas: list[dict[str, Any]] = []
         else:
@@ -257,7 +281,7 @@ class Committer:
         delta_meta = self._manifest(entries, attempt)
         base_list, base_size = self._manifest_list(base_metas, attempt)
         delta_list, delta_size = self._manifest_list([delta_meta], attempt)
-        index_manifest = self._index_manifest(latest, index, attempt)
+        index_manifest = self._index_manifest(latest, change.index, attempt)
         added = sum(e["_FILE"]["_ROW_COUNT"] for e in entries if e["_KIND"] == ADD)
         deleted = sum(e["_FILE"]["_ROW_COUNT"] for e in entries if e["_KIND"] == DELETE)
         snapshot_id = 1 if latest is None else latest.id + 1
@@ -333,12 +357,15 @@ class Committer:
             "_MAX_LEVEL": max(levels, default=None),
         }
 
-    def _index_manifest(self, latest: Snapshot | None, index: list[HashIndexUpdate], attempt: _Attempt) -> str | None:
-        """The index manifest of the new snapshot: the latest's, or, with HASH index
-        updates, a new one naming them in place of their buckets' old files."""
-        if not index:
+    def _index_manifest(
+        self, latest: Snapshot | None, entries: list[dict[str, Any]] | None, attempt: _Attempt
+    ) -> str | None:
+        """The index manifest of the new snapshot: the latest's (``entries`` None), none
+        (no entries left), or a new one holding ``entries``."""
+        if entries is None:
             return latest.index_manifest if latest else None
-        entries = _hash_index.updated_entries(self.root, latest, index)
+        if not entries:
+            return None
         return self._write_avro("index-manifest", INDEX_MANIFEST_ENTRY, entries, attempt)[0]
 
     def _manifest_list(self, metas: list[dict[str, Any]], attempt: _Attempt) -> tuple[str, int]:
@@ -366,9 +393,11 @@ def _file_id(entry: dict[str, Any]) -> tuple:
 
 
 def _check(entries: list[dict[str, Any]], live: list[dict[str, Any]], kind: str) -> None:
-    """Paimon's commit checks: a partition keeps its number of buckets, and a compaction
-    replaces only files that are still live. Files outside a real bucket (a postponed
-    bucket's, whose total is -2) do not count, as in Paimon's ConflictDetection."""
+    """Paimon's commit checks: a partition keeps its number of buckets (unless overwritten),
+    and a compaction replaces only files that are still live. Files outside a real bucket
+    (a postponed bucket's, whose total is -2) do not count, as in Paimon's ConflictDetection."""
+    if kind == "OVERWRITE":  # its deletes are the live files of each attempt's latest snapshot
+        return
     buckets = {e["_PARTITION"]: e["_TOTAL_BUCKETS"] for e in live if e["_TOTAL_BUCKETS"] > 0}
     for e in entries:
         known = buckets.get(e["_PARTITION"])

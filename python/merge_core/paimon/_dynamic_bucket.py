@@ -68,6 +68,7 @@ class DynamicBuckets:
         self.keys = list(schema.trimmed_keys)
         self.target = long_option(schema.options, "dynamic-bucket.target-row-num", TARGET_ROWS)
         self.max_buckets = int_option(schema.options, "dynamic-bucket.max-buckets", -1)
+        self.ignore_existing = False  # an overwrite's: every partition starts with no buckets
         self._loaded = False
         self._snapshot: Snapshot | None = None
         self._entries: dict[bytes, list[dict[str, Any]]] = {}
@@ -118,7 +119,7 @@ class DynamicBuckets:
                 f"option 'dynamic-bucket.max-buckets' must be -1 (no limit) or 1 to {MAX_BUCKETS}, "
                 f"got {self.max_buckets}"
             )
-        latest = latest_snapshot_id(self.root)
+        latest = None if self.ignore_existing else latest_snapshot_id(self.root)
         self._snapshot = None if latest is None else Snapshot.load(self.root, latest)
         self._entries = _hash_index.hash_entries(_hash_index.index_entries(self.root, self._snapshot))
         self._loaded = True

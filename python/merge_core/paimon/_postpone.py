@@ -267,7 +267,7 @@ class PostponedWrite(TableWrite):
         finally:
             self._encoders.close()
             self._buffer.close()
-        return [CommitMessage(p, POSTPONE_BUCKET, POSTPONE_BUCKET, new_files=(f,)) for p, f in written]
+        return self.stamped([CommitMessage(p, POSTPONE_BUCKET, POSTPONE_BUCKET, new_files=(f,)) for p, f in written])
 
     def _abort(self, files: Sequence[_PostponedFileWriter]) -> None:
         for f in files:

@@ -39,6 +39,7 @@ from ._expire import expire_snapshots
 from ._merge_options import PaimonMerge, merge_from_paimon_options, paimon_options
 from ._meta import DataFile, Snapshot, latest_snapshot_id, live_entries, live_files, snapshot_ids
 from ._options import bool_option, int_option
+from ._overwrite import commit_overwrite, drop_partitions, overwrite_spec, truncate
 from ._paths import Layout, file_name
 from ._plan import SEQUENCE_NUMBER, VALUE_KIND, FileRead, Plan, Planner, Split
 from ._postpone import PostponedCompaction, is_postponed, postponed_entries
@@ -246,28 +247,45 @@ class Table:
     def partitions(self, snapshot: int | None = None) -> list[dict[str, Any]]:
         """The partitions of a snapshot (the latest by default), as Paimon's partition
         entries count them: ``partition`` (column -> value), ``rows`` (stored rows, the
-        versions not yet merged away included), ``files`` and ``bytes`` of its data files,
-        in partition order. A table without partition columns has one, ``{}``, once
-        written.
+        versions not yet merged away included; Paimon's ``recordCount``), ``files`` and
+        ``bytes`` of its data files (``fileCount``, ``fileSizeInBytes``), ``buckets`` (its
+        ``totalBuckets``: -1 for a dynamic-bucket table's) and
+        ``last_file_creation_time`` (its newest file's creation, a local-time
+        ``datetime``; ``None`` if no file records one), in partition order. A table
+        without partition columns has one, ``{}``, once written.
 
         >>> import pyarrow as pa, merge_core as mc, tempfile
         >>> schema = pa.schema([pa.field("k", pa.int64(), False), pa.field("day", pa.string(), False)])
         >>> t = mc.Table.create(tempfile.mkdtemp() + "/t", schema, key=["k", "day"], partition_by="day", buckets=1)
         >>> _ = t.write(pa.table({"k": [1, 2, 1], "day": ["d1", "d1", "d2"]}, schema=schema))
-        >>> [(p["partition"], p["rows"], p["files"]) for p in t.partitions()]
-        [({'day': 'd1'}, 2, 1), ({'day': 'd2'}, 1, 1)]
+        >>> [(p["partition"], p["rows"], p["files"], p["buckets"]) for p in t.partitions()]
+        [({'day': 'd1'}, 2, 1, 1), ({'day': 'd2'}, 1, 1, 1)]
         """
+        latest = latest_snapshot_id(self._root)
+        entries = [] if snapshot is None and latest is None else live_entries(self._root, self.snapshot(snapshot))
         names = self.partition_by
-        out: dict[Any, dict[str, Any]] = {}
-        for f in self.files(snapshot):  # in partition order
-            if f["partition"] not in out:
-                values = dict(zip(names, f["partition"], strict=True))
-                out[f["partition"]] = {"partition": values, "rows": 0, "files": 0, "bytes": 0}
-            entry = out[f["partition"]]
-            entry["rows"] += f["rows"]
+        types = [self._schema.field(k).type for k in names]
+        out: dict[bytes, dict[str, Any]] = {}
+        for e in entries:
+            entry = out.get(e["_PARTITION"])
+            if entry is None:
+                values = dict(zip(names, _binary.decode(e["_PARTITION"], types), strict=True))
+                entry = out[e["_PARTITION"]] = {
+                    "partition": values,
+                    "rows": 0,
+                    "files": 0,
+                    "bytes": 0,
+                    "buckets": e["_TOTAL_BUCKETS"],
+                    "last_file_creation_time": None,
+                }
+            f = e["_FILE"]
+            entry["rows"] += f["_ROW_COUNT"]
             entry["files"] += 1
-            entry["bytes"] += f["bytes"]
-        return list(out.values())
+            entry["bytes"] += f["_FILE_SIZE"]
+            created = _local_time(f.get("_CREATION_TIME"))
+            if created is not None and (entry["last_file_creation_time"] or created) <= created:
+                entry["last_file_creation_time"] = created
+        return sorted(out.values(), key=lambda p: _key_order.sort_key(tuple(p["partition"].values())))
 
     def info(self) -> dict[str, Any]:
         """What the table holds now: its definition, snapshot, files, rows and sorted
@@ -379,18 +397,26 @@ class Table:
         memory_limit: int | str = "256MiB",
         spill_dir: str | os.PathLike[str] | None = None,
         threads: int | None = None,
+        overwrite: bool = False,
     ) -> TableWrite:
         """A write of any number of batches, sorted within ``memory_limit`` (spilling to
         ``spill_dir``): ``write(data)`` as often as needed, then ``prepare_commit()``
         gives the messages for :meth:`commit`. ``row_kind`` names a column of row kinds.
         With ``threads`` > 1 (default: one per core), the calling thread sorts while the
-        others encode the data files; 1 does everything on the calling thread."""
+        others encode the data files; 1 does everything on the calling thread.
+        ``overwrite=True`` makes the write of an overwrite, as Paimon's overwrite writers
+        (sequence numbers and dynamic buckets start afresh): commit its messages with
+        ``commit(messages, overwrite=...)``."""
         refuse(self._schema.options, WRITE)  # before anything is written
+        if not isinstance(overwrite, bool):
+            raise InvalidInputError(f"new_write takes overwrite=True or False (commit takes a spec), not {overwrite!r}")
         if is_postponed(self._schema):
-            return postponed_table_write(
+            write = postponed_table_write(
                 self._root, self._schema, self._setup, row_kind, memory_limit, spill_dir, threads
             )
-        return TableWrite(self._root, self._schema, self._setup, row_kind, memory_limit, spill_dir, threads)
+        else:
+            write = TableWrite(self._root, self._schema, self._setup, row_kind, memory_limit, spill_dir, threads)
+        return write.ignore_previous_files() if overwrite else write
 
     def bucket_ids(self, data: pa.RecordBatch, row_kind: str | None = None) -> pa.Int32Array:
         """Each row's bucket, as a write assigns it (Paimon's bucket function over the
@@ -405,12 +431,22 @@ class Table:
             raise UnsupportedFeatureError(f"the table has no fixed buckets ('bucket' = {self.buckets})")
         return bucket_ids(self._schema, conform(data, self._schema.arrow, row_kind))
 
-    def commit(self, messages: Sequence[CommitMessage]) -> int | None:
+    def commit(self, messages: Sequence[CommitMessage], overwrite: bool | Mapping[str, Any] = False) -> int | None:
         """Commits what writes and compactions prepared, as Paimon does: the appends as
         one snapshot, the compactions as the next; returns the last snapshot's id (None
-        if there was nothing to commit). If the commit fails, its files are removed."""
+        if there was nothing to commit). If the commit fails, its files are removed.
+
+        ``overwrite`` (True, or a partition spec ``{column: value}`` naming some or all
+        partition columns) commits the messages of ``new_write(overwrite=True)`` as
+        Paimon's ``INSERT OVERWRITE``: one OVERWRITE snapshot in which the partitions it
+        replaces lose every file they had (see :meth:`write`)."""
         _check_names(messages)
         try:
+            spec = overwrite_spec(self._schema, overwrite)
+            if spec is not None:
+                return commit_overwrite(self._root, self._schema, messages, spec)
+            if any(m.overwrite for m in messages):
+                raise InvalidInputError("these messages come from an overwrite write: commit them with overwrite=")
             return Committer(self._root, self._schema).commit(messages)
         except BaseException:
             self.abort(messages)
@@ -423,15 +459,48 @@ class Table:
         memory_limit: int | str = "256MiB",
         spill_dir: str | os.PathLike[str] | None = None,
         threads: int | None = None,
+        overwrite: bool | Mapping[str, Any] = False,
     ) -> dict[str, int | None]:
         """Writes ``data`` (any Arrow-tabular object with the table's columns) as one
         commit: rows go to their buckets by Paimon's bucket function and become one
-        level-0 file per (partition, bucket). Returns the snapshot, rows and files."""
-        with self.new_write(row_kind, memory_limit, spill_dir, threads) as write:
+        level-0 file per (partition, bucket). Returns the snapshot, rows and files.
+
+        ``overwrite`` is Paimon's ``INSERT OVERWRITE``: ``True`` replaces the table, a
+        spec such as ``{"day": "2024-01-01"}`` (some or all partition columns) the
+        partitions it matches, and every row must be in it. With the table option
+        ``dynamic-partition-overwrite`` (true by default) only the partitions the rows
+        are in are replaced (no rows: nothing). The replaced files stay for older
+        snapshots and tags until ``expire`` (docs/table-format.md, "Overwrites").
+
+        >>> import pyarrow as pa, merge_core as mc, tempfile
+        >>> schema = pa.schema([pa.field("k", pa.int64(), False), pa.field("day", pa.string(), False)])
+        >>> t = mc.Table.create(tempfile.mkdtemp() + "/t", schema, key="k", partition_by="day", buckets=1)
+        >>> _ = t.write(pa.table({"k": [1, 2, 3], "day": ["d1", "d1", "d2"]}, schema=schema))
+        >>> _ = t.write(pa.table({"k": [9], "day": ["d1"]}, schema=schema), overwrite={"day": "d1"})
+        >>> t.read().read_all().sort_by("k").to_pydict(), t.snapshot().commit_kind
+        ({'k': [3, 9], 'day': ['d2', 'd1']}, 'OVERWRITE')
+        """
+        replaces = overwrite_spec(self._schema, overwrite) is not None  # a spec that does not parse fails here
+        with self.new_write(row_kind, memory_limit, spill_dir, threads, overwrite=replaces) as write:
             write.write(data)
             messages = write.prepare_commit()
-        snapshot = self.commit(messages)
+        snapshot = self.commit(messages, overwrite)
         return summary(snapshot, messages, compaction=False)
+
+    def drop_partitions(self, partitions: Sequence[Mapping[str, Any]]) -> dict[str, int | None]:
+        """Drops partitions, as Paimon's ``dropPartitions`` (``ALTER TABLE ... DROP
+        PARTITION``): one OVERWRITE snapshot without any file of the partitions a spec
+        matches (a spec names some or all partition columns; a partition with no file is
+        no error). Returns the snapshot and the partitions, files and stored rows
+        dropped. The files stay for older snapshots and tags until ``expire``."""
+        refuse(self._schema.options, WRITE)
+        return drop_partitions(self._root, self._schema, partitions)
+
+    def truncate(self) -> dict[str, int | None]:
+        """Empties the table, as Paimon's ``truncateTable``: one OVERWRITE snapshot
+        without any file. Returns what :meth:`drop_partitions` returns."""
+        refuse(self._schema.options, WRITE)
+        return truncate(self._root, self._schema)
 
     def delete(self, keys: Any, memory_limit: int | str = "256MiB") -> dict[str, int | None]:
         """Deletes the rows of the given keys: ``keys`` holds the primary key columns."""
@@ -844,6 +913,17 @@ def _columns_known(option: str, names: set[str]) -> bool:
     if parts[0] != "fields" or len(parts) < 3:
         return True
     return all(c in names or c == "default-aggregate-function" for c in parts[1].split(",") if c)
+
+
+def _local_time(value: Any) -> datetime.datetime | None:
+    """A data file's creation time as a local ``datetime``: Paimon stores the writer's
+    local clock time without a zone (``creationTimeEpochMillis`` reads it in the local
+    zone), which an Avro reader hands back as that clock time in UTC."""
+    if value is None:
+        return None
+    if isinstance(value, datetime.datetime):
+        return value.replace(tzinfo=None)
+    return datetime.datetime(1970, 1, 1) + datetime.timedelta(milliseconds=int(value))
 
 
 def _check_names(messages: Sequence[CommitMessage]) -> None:

@@ -121,6 +121,19 @@ class TableWrite:
         self._retracts = _RetractCheck(sort_schema, options)
         self._encode_memory = options["memory_limit"] // ENCODE_SHARE
         self._done = False
+        self.overwrite = False
+
+    def ignore_previous_files(self) -> TableWrite:
+        """Makes this the write of an overwrite, as Paimon's overwrite writers are: each
+        bucket's sequence numbers start at 0 and a dynamic-bucket table's keys are placed
+        in empty buckets, since the files and index it replaces are gone once it commits.
+        Its messages are committed only by ``Table.commit(messages, overwrite=...)``."""
+        if self._done:
+            raise InvalidInputError("this write was already prepared for commit; start a new one")
+        self.overwrite = True
+        if self.dynamic is not None:
+            self.dynamic.ignore_existing = True
+        return self
 
     def write(self, data: Any) -> None:
         """Adds ``data`` (any Arrow-tabular object with the table's columns, in any order)."""
@@ -156,8 +169,8 @@ class TableWrite:
         return self.buckets
 
     def next_sequences(self) -> dict[tuple[bytes, int], int]:
-        """Each bucket's next sequence number, by (partition, bucket)."""
-        return _next_sequences(self.root)
+        """Each bucket's next sequence number, by (partition, bucket) (none: from 0)."""
+        return {} if self.overwrite else _next_sequences(self.root)
 
     def prepare_commit(self) -> list[CommitMessage]:
         """Writes the data files and returns what to commit, one message per (partition,
@@ -172,7 +185,11 @@ class TableWrite:
             raise as_invalid_input(e) from e
         finally:
             self._buffer.close()
-        return messages if self.dynamic is None else self._with_index(messages)
+        return self.stamped(messages if self.dynamic is None else self._with_index(messages))
+
+    def stamped(self, messages: list[CommitMessage]) -> list[CommitMessage]:
+        """The messages, marked as an overwrite's if this write is one."""
+        return [dataclasses.replace(m, overwrite=True) for m in messages] if self.overwrite else messages
 
     def partition_row(self, number: int) -> bytes:
         return _binary.encode(self.partitions.values(number), self.partitions.types)
