@@ -13,6 +13,7 @@ import pyarrow as pa
 import merge_core as mc
 
 from .. import contest
+from . import filter_expr
 from .common import (
     HelpFormatter,
     Progress,
@@ -74,6 +75,7 @@ merge-core table read lake/users -o before.parquet --tag before-backfill
 merge-core table read lake/users -o then.parquet --as-of '2026-11-27 08:00'        local time
 merge-core table read lake/users -o then.parquet --as-of 2026-11-27T08:00:00+00:00
 merge-core table read lake/users -o trial.parquet --branch trial                    a branch Paimon made
+merge-core table read lake/sales -o big.parquet --filter "amount > 100 and day in ('d1', 'd2')"
 """,
     "compact": """
 merge-core table compact lake/users
@@ -184,6 +186,14 @@ def add_command_to(commands: argparse._SubParsersAction) -> None:
         default=[],
         metavar="COL=VALUE",
         help="read only this partition (repeat for several)",
+    )
+    p.add_argument(
+        "--filter",
+        default=None,
+        metavar="COND",
+        help="keep the rows for which COND is true, e.g. \"k = 5 and v > 3\", \"day in ('d1', 'd2')\", "
+        '"name is not null" (=, !=, <, <=, >, >=, in, is [not] null, and, or, not, parentheses); '
+        "files and partitions it excludes are not read",
     )
     which = p.add_mutually_exclusive_group()
     which.add_argument("--snapshot", type=int, default=None, help="read this snapshot (default: the latest)")
@@ -409,11 +419,17 @@ def cmd_read(args: argparse.Namespace) -> int:
     if args.snapshot is not None and args.snapshot not in table.snapshots():
         kept = ", ".join(map(str, table.snapshots())) or "none yet"
         raise UserError(f"--snapshot {args.snapshot}: the table has no such snapshot (it keeps: {kept})")
+    condition = None if args.filter is None else filter_expr.parse(args.filter, table.read_schema())
     check_output(args.output, [])
     with Progress() as progress:
         progress.phase("reading")
         stream = table.read(
-            columns=columns, partitions=partitions or None, snapshot=args.snapshot, tag=args.tag, as_of=as_of
+            columns=columns,
+            partitions=partitions or None,
+            snapshot=args.snapshot,
+            tag=args.tag,
+            as_of=as_of,
+            filter=condition,
         )
         rows = write_stream(stream, args.output, progress)
         seconds = progress.elapsed()
@@ -424,6 +440,7 @@ def cmd_read(args: argparse.Namespace) -> int:
         f"({rate(s['rows_in'], seconds)}) -> {args.output}\n"
         f"  files read {s['files_read']} of {s['files_total']}, "
         f"partitions read {s['partitions_read']} of {s['partitions_total']}"
+        + (f", rows filtered out {s['rows_filtered_out']}" if "rows_filtered_out" in s else "")
     )
     return 0
 

@@ -470,7 +470,7 @@ OPTIONS: tuple[CoreOption, ...] = _options(
         if_set("merge_map_with_keytime's time column, a function merge-core does not have"),
         "merge_map_with_keytime's time column",
     ),
-    ("fields.<field>.stats-mode", _string, A, A, "statistics of a column (merge-core writes no value statistics)"),
+    ("fields.<field>.stats-mode", _string, A, H, "the statistics a data file keeps of a column"),
     (
         "fields.<field>.map.storage-layout",
         _enum("default", "shared-shredding"),
@@ -921,10 +921,16 @@ OPTIONS: tuple[CoreOption, ...] = _options(
     ("sink.watermark-time-zone", _string, A, A, TAGS),
     ("sink.process-time-zone", _string, A, A, TAGS),
     # -- statistics ---------------------------------------------------------------------
-    ("metadata.stats-mode", _string, A, A, "value statistics: merge-core writes none, which readers take as unknown"),
-    ("metadata.stats-mode.per.level", _map, A, A, "value statistics by level"),
-    ("metadata.stats-dense-store", _bool, A, A, "how statistics are stored"),
-    ("metadata.stats-keep-first-n-columns", _int, A, A, "which columns have statistics"),
+    (
+        "metadata.stats-mode",
+        _string,
+        A,
+        H,
+        "the statistics data files keep of each column (none, counts, full, truncate(N))",
+    ),
+    ("metadata.stats-mode.per.level", _map, A, H, "value statistics by level"),
+    ("metadata.stats-dense-store", _bool, A, H, "how statistics are stored (columns of mode none left out)"),
+    ("metadata.stats-keep-first-n-columns", _int, A, H, "which columns have statistics"),
     # -- catalogs and engines -------------------------------------------------------------
     ("metastore.partitioned-table", _bool, A, A, CATALOG),
     ("metastore.tag-to-partition", _string, A, A, CATALOG),

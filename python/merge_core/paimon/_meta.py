@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import io
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import fastavro
@@ -148,6 +148,8 @@ class DataFile:
     level: int
     delete_rows: int
     external_path: str | None
+    # The manifest's record of the file (statistics included), for a filter's skipping.
+    record: dict[str, Any] | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def of(cls, entry: dict[str, Any]) -> DataFile:
@@ -167,6 +169,7 @@ class DataFile:
             f["_LEVEL"],
             f.get("_DELETE_ROW_COUNT") or 0,  # null: written before Paimon counted them (none)
             f.get("_EXTERNAL_PATH"),
+            f,
         )
 
 

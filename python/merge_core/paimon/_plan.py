@@ -63,6 +63,7 @@ class Split:
     partition: tuple[Any, ...]
     bucket: int
     sections: tuple[Section, ...]
+    filter: Any = None  # a _predicate.Predicate the read applies to the merged rows
 
     @property
     def files(self) -> int:

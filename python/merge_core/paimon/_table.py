@@ -6,6 +6,7 @@ Reads go ``plan`` (the splits of a snapshot) -> ``read_split`` (merged in Rust);
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import functools
 import os
@@ -16,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.fs as pafs
 
 from .. import DynamicFilter, Stream, _native
@@ -30,7 +32,7 @@ from ..errors import (
 from ..fs import Location, Store, resolve
 from ..inputs import as_stream_source, batches_of, check_threads, column_names
 from ..merge_functions import merge_spec
-from . import _alter, _binary, _hash_index, _key_order
+from . import _alter, _binary, _hash_index, _key_order, _predicate
 from ._branch import MAIN, BranchRoot, branch_root, branches, refuse_on_branch
 from ._commit import CommitMessage, Committer, summary
 from ._compact import CompactTask, compaction_tasks
@@ -47,6 +49,7 @@ from ._postpone import bucket_ids as postponed_bucket_ids
 from ._postpone import new_write as postponed_table_write
 from ._rollback import rollback
 from ._schema import THIN_MODE, TableSchema, load_schema, schema_ids, schema_json
+from ._skipping import Skipping
 from ._travel import TRAVEL_KEYS, load_tag, snapshot_to_read, tag_path
 from ._validation import check_new, check_stored
 from ._write import (
@@ -683,12 +686,14 @@ class Table:
         dynamic_filter: DynamicFilter | Sequence[DynamicFilter] | None = None,
         tag: str | None = None,
         as_of: datetime.datetime | None = None,
+        filter: pc.Expression | None = None,
     ) -> Plan:
         """The splits a read of ``columns`` takes, in (partition, bucket, key) order; the
         list's ``stats`` say what was pruned. ``snapshot``, ``tag`` and ``as_of`` pick
-        the snapshot as for :meth:`read`."""
+        the snapshot, and ``filter`` skips and filters, as for :meth:`read`; each split
+        carries the filter to :meth:`read_split`."""
         snap = self._snapshot_read(snapshot, tag, as_of)
-        return self._plan(snap, self._travels(snapshot, tag, as_of), columns, partitions, dynamic_filter)
+        return self._plan(snap, self._travels(snapshot, tag, as_of), columns, partitions, dynamic_filter, filter)
 
     def _plan(
         self,
@@ -697,9 +702,11 @@ class Table:
         columns: Sequence[str] | None,
         partitions: Mapping[str, Any] | None,
         dynamic_filter: DynamicFilter | Sequence[DynamicFilter] | None,
+        filter: pc.Expression | None = None,
     ) -> Plan:
         schema = self._schema_of(snap, travels)
         wanted = _wanted(schema, columns)
+        predicate = None if filter is None else _predicate.parse(filter, schema.arrow.names)
         refuse(schema.options, READ, [key for key in schema.options if key not in SNAPSHOT_CHOICE])
         chosen, dynamic_filters = _partition_filter(schema, partitions, dynamic_filter)
         files = live_files(self._root, snap) if snap else []
@@ -707,12 +714,18 @@ class Table:
             files = [f for f in files if f.level > 0]
         if is_postponed(schema):  # postponed rows wait for a compaction, as in Paimon's batch scan
             files = [f for f in files if f.bucket >= 0]
+        listed, skipped = files, {}
+        if predicate is not None:
+            skipping = Skipping(predicate, schema, _schemas(self._root, schema), _skips_level_zero(schema))
+            files, skipped = skipping.files(files), skipping.stats
         splits = []
         if snap:
+            needed = _with_filter_columns(schema, wanted, predicate)
             planner = Planner(
-                self._root, snap, schema, tuple(wanted), _read_columns(schema, self._setup_for(schema), wanted)
+                self._root, snap, schema, tuple(wanted), _read_columns(schema, self._setup_for(schema), needed)
             )
-            splits = planner.splits(files, chosen)
+            splits = [dataclasses.replace(s, filter=predicate) for s in planner.splits(files, chosen)]
+        files = listed
         files_read = sum(s.files for s in splits)
         partitions = len({f.partition for f in files})
         partitions_read = len({s.partition for s in splits})
@@ -726,6 +739,7 @@ class Table:
             "partitions_pruned": partitions - partitions_read,
             "splits": len(splits),
             "dynamic_filters_applied": dynamic_filters,
+            **skipped,
         }
         return Plan(splits, stats)
 
@@ -733,7 +747,7 @@ class Table:
         """The merged rows of one split, with the columns it was planned for."""
         schema = self._schema if split.schema_id == self._schema.id else load_schema(self._root, split.schema_id)
         stats = {"snapshot": split.snapshot, "files_read": split.files}
-        return self._read([split], schema, list(split.columns), batch_size, threads, stats)
+        return self._read([split], schema, list(split.columns), batch_size, threads, stats, split.filter)
 
     def read(
         self,
@@ -745,6 +759,7 @@ class Table:
         threads: int | None = None,
         tag: str | None = None,
         as_of: datetime.datetime | None = None,
+        filter: pc.Expression | None = None,
     ) -> Stream:
         """The table's rows as a lazy :class:`Stream`, one row per live key, as Paimon's
         batch read returns them. The snapshot read is the latest, or (at most one of)
@@ -758,13 +773,31 @@ class Table:
         ``_read`` and ``_pruned``), ``splits`` and ``dynamic_filters_applied``.
         ``threads`` (default: one per core) merge buckets at once; with fewer buckets
         than threads, each is cut into key ranges merged in parallel (docs/memory.md,
-        "Reading a table")."""
+        "Reading a table").
+
+        ``filter`` (a ``pyarrow.compute.Expression`` of ``==``, ``!=``, ``<``, ``<=``,
+        ``>``, ``>=``, ``isin``, ``is_null``, ``is_valid``, ``&``, ``|``, ``~``) keeps the
+        merged rows for which it is true; partitions and files whose statistics exclude
+        it are not read, by Paimon's rules (docs/table-format.md, "Filters"), and the
+        stats count them (``partitions_skipped_by_filter``, ``files_skipped_by_key_stats``,
+        ``files_skipped_by_value_stats``, ``rows_filtered_out``).
+
+        >>> import pyarrow as pa, pyarrow.compute as pc, merge_core as mc, tempfile
+        >>> t = mc.Table.create(tempfile.mkdtemp() + "/t", pa.schema([("k", pa.int64()), ("v", pa.int64())]), key="k")
+        >>> _ = t.write(pa.table({"k": [1, 2, 3], "v": [10, 20, 30]}))
+        >>> t.read(filter=(pc.field("v") > 15) & (pc.field("k") != 3)).read_all().to_pydict()
+        {'k': [2], 'v': [20]}
+        """
         threads = check_threads(threads)
         snap = self._snapshot_read(snapshot, tag, as_of)
         travels = self._travels(snapshot, tag, as_of)
         schema = self._schema_of(snap, travels)
-        plan = self._plan(snap, travels, columns, partitions, dynamic_filter)
-        return self._read(plan, schema, _wanted(schema, columns), batch_size, threads, plan.stats)
+        plan = self._plan(snap, travels, columns, partitions, dynamic_filter, filter)
+        predicate = plan[0].filter if plan else None
+        if predicate is None and filter is not None:
+            predicate = _predicate.parse(filter, schema.arrow.names)
+        wanted = _wanted(schema, columns)
+        return self._read(plan, schema, wanted, batch_size, threads, plan.stats, predicate)
 
     def read_schema(
         self,
@@ -873,10 +906,17 @@ class Table:
         batch_size: int,
         threads: int,
         stats: dict[str, int],
+        predicate: _predicate.Predicate | None = None,
     ) -> Stream:
-        """The splits' sections merged in Rust, each on its own, output in order."""
+        """The splits' sections merged in Rust, each on its own, output in order (the
+        rows for which ``predicate`` is true, if given)."""
         if not isinstance(batch_size, int) or batch_size < 1:
             raise InvalidInputError(f"batch_size must be a positive integer, got {batch_size!r}")
+        if predicate is not None:
+            merged = self._read(
+                splits, schema, _with_filter_columns(schema, columns, predicate), batch_size, threads, stats
+            )
+            return _predicate.FilteredStream(merged, predicate, columns)  # type: ignore[return-value]
         setup = self._setup_for(schema)
         read = _read_columns(schema, setup, columns)
         # A partition column may be null (the default partition), even in a primary key.
@@ -904,6 +944,26 @@ class Table:
             "stats": list(stats.items()),
         }
         return _native.read_paimon(read_schema, sections, options)
+
+
+def _with_filter_columns(
+    schema: TableSchema, columns: Sequence[str], predicate: _predicate.Predicate | None
+) -> list[str]:
+    """``columns``, then the other columns ``predicate`` reads (in table order)."""
+    extra = predicate.columns - set(columns) if predicate is not None else set()
+    return [*columns, *(f.name for f in schema.fields if f.name in extra)]
+
+
+def _schemas(root: Location, schema: TableSchema) -> Callable[[int], TableSchema]:
+    """The table's schemas by id, each loaded once."""
+    known = {schema.id: schema}
+
+    def schema_of(schema_id: int) -> TableSchema:
+        if schema_id not in known:
+            known[schema_id] = load_schema(root, schema_id)
+        return known[schema_id]
+
+    return schema_of
 
 
 def _columns_known(option: str, names: set[str]) -> bool:

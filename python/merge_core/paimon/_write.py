@@ -43,6 +43,7 @@ from ._options import bool_option, int_option
 from ._paths import Layout
 from ._plan import SEQUENCE_NUMBER, VALUE_KIND
 from ._schema import FIELD_ID, TableSchema
+from ._stats import FileStats
 
 GROUP = "_group"
 KEY_PREFIX = "_KEY_"
@@ -396,6 +397,7 @@ class DataFileWriter:
         self.min_key: tuple | None = None
         self.max_key: tuple | None = None
         self.key_stats: list[tuple[Any, Any]] = []
+        self.value_stats = FileStats(schema, level)
         self.sequences: list[int] = []
         self._writer: pq.ParquetWriter | None = None  # opened by the first encoding step
         self._pending: list[pa.RecordBatch] = []
@@ -421,6 +423,7 @@ class DataFileWriter:
         ]
         out = pa.RecordBatch.from_arrays(columns, schema=self.file_schema)
         self._track(out, n)
+        self.value_stats.add(out)
         self._gather(out)
 
     def _gather(self, batch: pa.RecordBatch) -> None:
@@ -528,7 +531,7 @@ class DataFileWriter:
         order = _key_order.value_key
         lows = [min((s[i][0] for s in self.key_stats), key=order, default=None) for i in range(len(self.keys))]
         highs = [max((s[i][1] for s in self.key_stats), key=order, default=None) for i in range(len(self.keys))]
-        empty = {"_MIN_VALUES": _binary.encode([], []), "_MAX_VALUES": _binary.encode([], []), "_NULL_COUNTS": []}
+        value_stats, value_stats_columns = self.value_stats.value_stats()
         return {
             "_FILE_NAME": self.name,
             "_FILE_SIZE": size,
@@ -540,7 +543,7 @@ class DataFileWriter:
                 "_MAX_VALUES": _binary.encode(highs, self.key_types),
                 "_NULL_COUNTS": [0] * len(self.keys),
             },
-            "_VALUE_STATS": empty,  # with _VALUE_STATS_COLS = []: no value statistics
+            "_VALUE_STATS": value_stats,
             "_MIN_SEQUENCE_NUMBER": min(self.sequences),
             "_MAX_SEQUENCE_NUMBER": max(self.sequences),
             "_SCHEMA_ID": self.schema.id,
@@ -550,7 +553,7 @@ class DataFileWriter:
             "_DELETE_ROW_COUNT": self.retracts,
             "_EMBEDDED_FILE_INDEX": None,
             "_FILE_SOURCE": 0 if self.level == 0 else 1,
-            "_VALUE_STATS_COLS": [],
+            "_VALUE_STATS_COLS": value_stats_columns,
             "_EXTERNAL_PATH": None,
             "_FIRST_ROW_ID": None,
             "_WRITE_COLS": None,
