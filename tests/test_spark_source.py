@@ -180,6 +180,21 @@ def test_snapshot_tag_as_of_warehouse_and_a_schema_of_fewer_columns(source, tabl
     assert by_id(narrow) == by_id(table.read(columns=["note", "id"]).read_all())
 
 
+def test_a_branch_by_option_or_by_name_is_read_and_written(source, tmp_path):
+    root = tmp_path / "db.db" / "br"
+    table = mc.Table.create(root, pa.schema([pa.field("k", pa.int64(), False), ("v", pa.int64())]), key="k")
+    table.write(pa.table({"k": [1, 2], "v": [1, 2]}))
+    catalog(root).create_branch(identifier(root), "b")  # main's schema, none of its rows
+    df = source.createDataFrame([(2, 20), (3, 30)], "k bigint, v bigint")
+    df.write.format("merge_core").option("branch", "b").mode("append").save(str(root))
+    by_name = source.read.format("merge_core").option("warehouse", str(tmp_path)).load("db.br$branch_b")
+    assert sorted(by_name.collect()) == [(2, 20), (3, 30)]
+    assert sorted(source.read.format("merge_core").load(str(root)).collect()) == [(1, 1), (2, 2)], "main unchanged"
+    branch = mc.Table.open(root, branch="b")
+    assert branch.snapshots() == [1] and table.snapshots() == [1]
+    assert sorted(branch.read().read_all().to_pylist(), key=lambda r: r["k"]) == [{"k": 2, "v": 20}, {"k": 3, "v": 30}]
+
+
 WRITE_SCHEMA_NAMES = ["id", "day", "hour", "amount", "ts", "at", "note"]
 WRITE_SCHEMA = "id bigint, day string, hour int, amount decimal(20,4), ts timestamp_ntz, at timestamp, note string"
 

@@ -47,7 +47,11 @@ NAME = "merge_core"
 #: The Spark setting without which Spark refuses a Python source that takes filters.
 PUSHDOWN_SETTING = "spark.sql.python.filterPushdown.enabled"
 
-_WHERE = {"path": "the table's directory, or DB.TABLE with warehouse", "warehouse": "a catalog's warehouse"}
+_WHERE = {
+    "path": "the table's directory, or DB.TABLE with warehouse",
+    "warehouse": "a catalog's warehouse",
+    "branch": "a branch of the table (default: main)",
+}
 _READ = {"snapshot": "a snapshot id", "tag": "a tag's name", "as_of": "an ISO 8601 date and time"}
 _WRITE = {"row_kind": "a column of row kinds", "memory_limit": "each task's sort memory, e.g. 256MiB"}
 _WRITE_THREADS = 2  # each task sorts while another thread encodes its files (Spark runs a task per core)
@@ -71,18 +75,20 @@ def register(spark: Any) -> None:
 
 @dataclass(frozen=True)
 class _Where:
-    """Where a table is, as a task opens it: its path and pyarrow filesystem (both pickle)."""
+    """Where a table is, as a task opens it: its path, pyarrow filesystem (both pickle)
+    and branch."""
 
     path: str
     filesystem: pafs.FileSystem
+    branch: str
 
     def open(self) -> Table:
-        return Table.open(self.path, self.filesystem)
+        return Table.open(self.path, self.filesystem, self.branch)
 
 
 class Source(DataSource):
     """The ``merge_core`` source. Options: ``path`` (``load(path)``, ``save(path)``): the
-    table's directory, or ``DB.TABLE`` with ``warehouse``; reads: one of ``snapshot``,
+    table's directory, or ``DB.TABLE`` with ``warehouse``; ``branch``; reads: one of ``snapshot``,
     ``tag`` or ``as_of``; writes: ``row_kind``, ``memory_limit``."""
 
     pushes_filters = True
@@ -202,7 +208,8 @@ def _check_options(options: Mapping[str, str], known: dict[str, str], doing: str
 
 
 def _where(options: Mapping[str, str]) -> _Where:
-    """The table the options name: ``path`` alone, or ``DB.TABLE`` of ``warehouse``."""
+    """The table the options name: ``path`` alone, or ``DB.TABLE`` (``DB.TABLE$branch_B``)
+    of ``warehouse``; ``branch`` picks a branch of either."""
     path = options.get("path")
     if not path:
         raise InvalidInputError(
@@ -211,7 +218,9 @@ def _where(options: Mapping[str, str]) -> _Where:
         )
     warehouse = options.get("warehouse")
     table = Catalog(warehouse).get_table(path) if warehouse else Table.open(path)
-    return _Where(os.fspath(table.path), table.filesystem)
+    if "branch" in options:
+        table = Table.open(table.path, table.filesystem, options["branch"])
+    return _Where(os.fspath(table.path), table.filesystem, table.branch)
 
 
 def _travel(options: Mapping[str, str]) -> dict[str, Any]:
