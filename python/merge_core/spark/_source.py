@@ -109,8 +109,8 @@ class Source(DataSource):
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceArrowWriter:
         if overwrite:
             raise UnsupportedFeatureError(
-                "mode 'overwrite' of the merge_core source: merge-core's tables have no overwrite commit yet;"
-                " use mode 'append' (an upsert by key)"
+                "mode 'overwrite' of the merge_core source is not done yet (Table.write(overwrite=...) is); use"
+                " mode 'append' (an upsert by key)"
             )
         _check_options(self.options, {**_WHERE, **_WRITE}, "writing ")
         where = _where(self.options)
