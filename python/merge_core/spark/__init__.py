@@ -1,5 +1,10 @@
 """merge-core on PySpark: upserts, sorts and table reads/writes done in Rust inside Spark tasks.
 
+Tables first: :func:`register` makes merge-core a Spark data source, so that
+``spark.read.format("merge_core").load(path)`` and ``df.write.format("merge_core")``
+read and write a Paimon table (``_source``); :func:`read`, :func:`write` and
+:func:`compact` do the same as functions.
+
 Two upsert pipelines, same result:
 
 - :func:`upsert` (DataFrames in, DataFrame out): Spark shuffles the rows to the task that
@@ -74,6 +79,8 @@ def local_session(
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         "spark.sql.execution.arrow.maxRecordsPerBatch": "65536",
         "spark.sql.shuffle.partitions": str(os.cpu_count() or 2),
+        # the merge_core source prunes partitions by the filters Spark pushes to it
+        "spark.sql.python.filterPushdown.enabled": "true",
         **settings,
     }
     builder = SparkSession.builder.master(master).appName(app_name)
@@ -138,6 +145,14 @@ def check_workers(spark: SparkSession) -> None:
     if answer:
         raise SparkWorkerError(f"Spark's Python workers cannot import merge_core ({answer}); {hint}")
     _CHECKED_APPLICATIONS.add(application)
+
+
+def register(spark: SparkSession) -> None:
+    """Registers merge-core's data source with ``spark`` as ``merge_core`` (see
+    ``merge_core.spark._source.register``); PySpark is imported only here."""
+    from ._source import register as register_source
+
+    register_source(spark)
 
 
 def _is_connect(spark: SparkSession) -> bool:

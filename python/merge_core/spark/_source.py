@@ -1,0 +1,286 @@
+"""merge-core as a Spark data source: ``spark.read.format("merge_core")`` and
+``df.write.format("merge_core")`` over a Paimon table (PySpark 4's Python Data Source API).
+
+It is built on ``mc.Table``'s public seams, as Paimon's own Spark connector is built on
+its ReadBuilder and BatchWriteBuilder::
+
+    read    driver: schema()      the table's schema, as Spark's types (``_types``)
+            driver: pushFilters   partition filters kept for planning (``_pushdown``)
+            driver: partitions()  Table.plan -> one Spark input partition per Split
+            task:   read(split)   Table.read_split -> Arrow batches, no row in Python
+
+    write   task:   write(batches)  Table.new_write -> write -> prepare_commit -> messages
+            driver: commit(all)     Table.commit: one snapshot for the whole job
+            driver: abort(all)      Table.abort: every file of the job's tasks removed
+
+A task opens the table from its path and filesystem (picklable), so the driver and every
+executor must reach the table at the same path (a local path in local mode, a shared
+filesystem or an object store on a cluster).
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceArrowWriter,
+    DataSourceReader,
+    InputPartition,
+    WriterCommitMessage,
+)
+from pyspark.sql.types import StructType
+
+from ..errors import InvalidInputError, UnsupportedFeatureError
+from ..paimon import Catalog, CommitMessage, Table
+from ._pushdown import PartitionFilter, partition_filter
+from ._types import arrow_form, spark_schema, spark_type, to_spark
+
+#: The source's short name: ``format("merge_core")``, ``USING merge_core``.
+NAME = "merge_core"
+#: The Spark setting without which Spark refuses a Python source that takes filters.
+PUSHDOWN_SETTING = "spark.sql.python.filterPushdown.enabled"
+
+_WHERE = {
+    "path": "the table's directory, or DB.TABLE with warehouse",
+    "warehouse": "a catalog's warehouse",
+    "branch": "a branch of the table (default: main)",
+}
+_READ = {"snapshot": "a snapshot id", "tag": "a tag's name", "as_of": "an ISO 8601 date and time"}
+_WRITE = {"row_kind": "a column of row kinds", "memory_limit": "each task's sort memory, e.g. 256MiB"}
+_WRITE_THREADS = 2  # each task sorts while another thread encodes its files (Spark runs a task per core)
+
+
+def register(spark: Any) -> None:
+    """Registers the source with ``spark`` under the name ``merge_core``.
+
+    Filters on partition columns prune the read when the session has
+    ``spark.sql.python.filterPushdown.enabled`` on at this call (``local_session`` turns it
+    on); otherwise a source that takes no filters is registered, since Spark refuses to
+    read one that does while the setting is off. Registering is per session, not on
+    import: importing this module has no session to register with, and must not start one.
+
+    >>> mcs.register(spark)  # doctest: +SKIP
+    >>> spark.read.format("merge_core").load("/lake/db.db/orders").where("day = '2024-06-01'")  # doctest: +SKIP
+    """
+    pushes = str(spark.conf.get(PUSHDOWN_SETTING, "false")).strip().lower() == "true"
+    spark.dataSource.register(Source if pushes else SourceWithoutPushdown)
+
+
+@dataclass(frozen=True)
+class _Where:
+    """Where a table is, as a task opens it: its path, pyarrow filesystem (both pickle)
+    and branch."""
+
+    path: str
+    filesystem: pafs.FileSystem
+    branch: str
+
+    def open(self) -> Table:
+        return Table.open(self.path, self.filesystem, self.branch)
+
+
+class Source(DataSource):
+    """The ``merge_core`` source. Options: ``path`` (``load(path)``, ``save(path)``): the
+    table's directory, or ``DB.TABLE`` with ``warehouse``; ``branch``; reads: one of ``snapshot``,
+    ``tag`` or ``as_of``; writes: ``row_kind``, ``memory_limit``."""
+
+    pushes_filters = True
+
+    @classmethod
+    def name(cls) -> str:
+        return NAME
+
+    def schema(self) -> StructType:
+        _check_options(self.options, {**_WHERE, **_READ, **_WRITE}, "")
+        return spark_schema(_where(self.options).open().read_schema(None, **_travel(self.options)))
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        _check_options(self.options, {**_WHERE, **_READ}, "reading ")
+        kind = FilteringReader if self.pushes_filters else Reader
+        return kind(_where(self.options), _travel(self.options), schema)
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceArrowWriter:
+        if overwrite:
+            raise UnsupportedFeatureError(
+                "mode 'overwrite' of the merge_core source is not done yet (Table.write(overwrite=...) is); use"
+                " mode 'append' (an upsert by key)"
+            )
+        _check_options(self.options, {**_WHERE, **_WRITE}, "writing ")
+        where = _where(self.options)
+        table = where.open()
+        row_kind = self.options.get("row_kind")
+        memory_limit = self.options.get("memory_limit", "256MiB")
+        table.new_write(row_kind, memory_limit).close()  # a table merge-core cannot write is refused here
+        _check_columns(schema, table, row_kind)
+        return Writer(where, row_kind, memory_limit)
+
+
+class SourceWithoutPushdown(Source):
+    """The source for sessions with ``spark.sql.python.filterPushdown.enabled`` off: the
+    same reads, every filter left to Spark."""
+
+    pushes_filters = False
+
+
+class Reader(DataSourceReader):
+    """Plans on the driver (one input partition per split), reads a split per task."""
+
+    def __init__(self, where: _Where, travel: dict[str, Any], schema: StructType):
+        self.where, self.travel = where, travel
+        self.columns = schema.fieldNames()
+        self.schema, self.arrow = schema, arrow_form(schema)
+        self.pushed = PartitionFilter()
+        _check_schema(schema, where.open(), travel)
+
+    def partitions(self) -> list[InputPartition]:
+        table = self.where.open()
+        plan = table.plan(self.columns, self.pushed.values or None, **self.travel)
+        read = spark_schema(table.read_schema(self.columns, snapshot=plan.stats["snapshot"] or None))
+        if [f.dataType for f in read] != [f.dataType for f in self.schema]:
+            raise InvalidInputError(
+                f"the table at {self.where.path} changed its schema to {read.simpleString()} since the"
+                " DataFrame was loaded; load it again"
+            )
+        return [InputPartition(split) for split in plan if self.pushed.admits(split.partition)]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        split = partition.value
+        if split is None:  # Spark's single partition of an empty plan
+            return
+        for batch in self.where.open().read_split(split):
+            yield to_spark(batch, self.arrow)
+
+
+class FilteringReader(Reader):
+    """A reader that prunes partitions by the filters Spark pushes (see ``_pushdown``)."""
+
+    def pushFilters(self, filters: list[Any]) -> Any:  # noqa: N802 (Spark's name)
+        table = self.where.open()
+        self.pushed = partition_filter(filters, table.partition_by, table.schema)
+        return filters  # all of them: Spark applies each after the scan
+
+
+@dataclass
+class Messages(WriterCommitMessage):
+    """What one write task prepared: its commit messages (one per partition and bucket)."""
+
+    messages: list[CommitMessage]
+
+
+class Writer(DataSourceArrowWriter):
+    """Each task writes what Spark gives it as level-0 files per (partition, bucket) it
+    meets; the driver commits every task's messages as one snapshot, or removes them all."""
+
+    def __init__(self, where: _Where, row_kind: str | None, memory_limit: int | str):
+        self.where, self.row_kind, self.memory_limit = where, row_kind, memory_limit
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> Messages:
+        table = self.where.open()
+        with table.new_write(self.row_kind, self.memory_limit, threads=_WRITE_THREADS) as write:
+            for batch in iterator:
+                write.write(_table_timestamps(batch, table.schema))
+            return Messages(write.prepare_commit())
+
+    def commit(self, messages: Sequence[Messages | None]) -> None:
+        self.where.open().commit(_flat(messages))
+
+    def abort(self, messages: Sequence[Messages | None]) -> None:
+        self.where.open().abort(_flat(messages))
+
+
+def _flat(messages: Sequence[Messages | None]) -> list[CommitMessage]:
+    """The messages of the tasks that succeeded (a failed task's entry is None)."""
+    return [m for task in messages if task is not None for m in task.messages]
+
+
+def _check_options(options: Mapping[str, str], known: dict[str, str], doing: str) -> None:
+    unknown = sorted(set(options) - set(known))
+    if unknown:
+        listed = ", ".join(f"{name} ({what})" for name, what in known.items())
+        raise InvalidInputError(f"unknown option(s) {unknown} for {doing}the merge_core source; it takes: {listed}")
+
+
+def _where(options: Mapping[str, str]) -> _Where:
+    """The table the options name: ``path`` alone, or ``DB.TABLE`` (``DB.TABLE$branch_B``)
+    of ``warehouse``; ``branch`` picks a branch of either."""
+    path = options.get("path")
+    if not path:
+        raise InvalidInputError(
+            "the merge_core source needs a table: load(path) / save(path), or option('warehouse', W) with"
+            " load('db.table')"
+        )
+    warehouse = options.get("warehouse")
+    table = Catalog(warehouse).get_table(path) if warehouse else Table.open(path)
+    if "branch" in options:
+        table = Table.open(table.path, table.filesystem, options["branch"])
+    return _Where(os.fspath(table.path), table.filesystem, table.branch)
+
+
+def _travel(options: Mapping[str, str]) -> dict[str, Any]:
+    """The snapshot a read takes, as ``Table.plan``'s ``snapshot``/``tag``/``as_of``."""
+    out: dict[str, Any] = {}
+    if "snapshot" in options:
+        text = options["snapshot"].strip()
+        if not text.isdigit() or int(text) < 1:
+            raise InvalidInputError(f"option snapshot must be a snapshot id (1 or more), got {options['snapshot']!r}")
+        out["snapshot"] = int(text)
+    if "tag" in options:
+        out["tag"] = options["tag"]
+    if "as_of" in options:
+        try:
+            out["as_of"] = datetime.datetime.fromisoformat(options["as_of"].strip())
+        except ValueError:
+            raise InvalidInputError(
+                f"option as_of must be an ISO 8601 date and time (2024-06-01 12:00:00, local time without a zone),"
+                f" got {options['as_of']!r}"
+            ) from None
+    return out
+
+
+def _check_schema(schema: StructType, table: Table, travel: dict[str, Any]) -> None:
+    """A schema given with ``spark.read.schema(...)`` selects columns of the table; each
+    must be there, with the type the source would give it."""
+    available = {f.name: f for f in table.read_schema(None, **travel)}
+    for f in schema:
+        if f.name not in available:
+            raise InvalidInputError(f"no column {f.name!r} in the table (it has {list(available)})")
+        have = spark_type(available[f.name].type)
+        if f.dataType != have:
+            raise InvalidInputError(
+                f"column {f.name!r} is {have.simpleString()} in the table, not {f.dataType.simpleString()}"
+            )
+
+
+def _check_columns(schema: StructType, table: Table, row_kind: str | None) -> None:
+    """The DataFrame written must have the table's columns (and the row kind column)."""
+    given, wanted = set(schema.fieldNames()), set(table.schema.names)
+    missing, extra = sorted(wanted - given), sorted(given - wanted - {row_kind})
+    if missing or extra:
+        raise InvalidInputError(
+            f"the DataFrame does not match the table's columns {table.schema.names}: missing {missing}, extra {extra}"
+        )
+
+
+def _table_timestamps(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    """Spark's timestamps (microseconds, in the session's zone) in the table's unit and
+    zone, refused if a value would lose precision; other columns go as they are (the
+    write takes only lossless widenings)."""
+    for i, f in enumerate(batch.schema):
+        if not pa.types.is_timestamp(f.type) or f.name not in schema.names:
+            continue
+        want = schema.field(f.name).type
+        if want == f.type or not pa.types.is_timestamp(want) or (want.tz is None) != (f.type.tz is None):
+            continue
+        try:
+            column = batch.column(i).cast(want)
+        except pa.ArrowInvalid:
+            raise InvalidInputError(f"column {f.name!r} holds timestamps finer than the table's {want}") from None
+        batch = batch.set_column(i, pa.field(f.name, want, f.nullable), column)
+    return batch
