@@ -5,7 +5,8 @@
 //!   the umask), holds a `lock` file its owner keeps locked, and is removed when the last
 //!   [`Arc<SpillDir>`] is dropped — on success, on error, and when a stream is dropped
 //!   half read. Directories left by a process that was killed (no destructor ran) are
-//!   swept by the next sort: their lock is free (see [`sweep_orphans`]).
+//!   swept by the next sort: their lock is free (see [`sweep_orphans`]). A directory
+//!   takes its name only once its lock is held, so no sweep can find it unlocked.
 //! - Each file records, when written, where each of its IPC messages (the schema, every
 //!   batch, the end marker) ends and the CRC32 of the message's bytes. A reader checks a
 //!   message before the IPC decoder sees any of it, so a damaged or cut file fails with a
@@ -86,15 +87,25 @@ impl SpillDir {
         let unique = COUNTER.fetch_add(1, Ordering::Relaxed);
         let nanos =
             std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-        let path = parent.join(format!("{PREFIX}{}-{nanos:x}-{unique}", std::process::id()));
-        fs::DirBuilder::new().mode(0o700).create(&path).map_err(|e| {
+        let name = format!("{PREFIX}{}-{nanos:x}-{unique}", std::process::id());
+        // Made under a name no sweep looks at, and renamed once its lock is held: a sweep
+        // in another thread or process must never find it unlocked (it would remove it).
+        let staging = parent.join(format!(".{name}"));
+        fs::DirBuilder::new().mode(0o700).create(&staging).map_err(|e| {
             MergeError::Io(std::io::Error::new(
                 e.kind(),
                 format!("cannot create spill directory in {}: {e}", parent.display()),
             ))
         })?;
-        let lock = File::create(path.join(LOCK))?;
-        lock.lock()?; // released when `lock` closes: on drop, or when the process dies
+        let path = parent.join(name);
+        let locked = File::create(staging.join(LOCK)).and_then(|lock| {
+            lock.lock()?; // released when `lock` closes: on drop, or when the process dies
+            fs::rename(&staging, &path)?;
+            Ok(lock)
+        });
+        let lock = locked.inspect_err(|_| {
+            let _ = fs::remove_dir_all(&staging);
+        })?;
         Ok(Self {
             path,
             compression,
@@ -603,6 +614,28 @@ mod tests {
         assert!(unrelated.exists(), "other directories are not touched");
         drop(held);
         fs::remove_dir_all(&parent).unwrap();
+    }
+
+    #[test]
+    fn a_sweep_never_takes_a_directory_being_created() {
+        let parent = std::env::temp_dir().join(format!("merge-core-sweep-race-{}", std::process::id()));
+        fs::create_dir_all(&parent).unwrap();
+        let done = std::sync::atomic::AtomicBool::new(false);
+        let created = std::thread::scope(|scope| {
+            scope.spawn(|| {
+                while !done.load(Ordering::Relaxed) {
+                    sweep_orphans(&parent);
+                }
+            });
+            let created = (0..2000).all(|_| {
+                SpillDir::create(Some(&parent), Compression::None, None)
+                    .is_ok_and(|dir| dir.path().join(LOCK).exists())
+            });
+            done.store(true, Ordering::Relaxed);
+            created
+        });
+        fs::remove_dir_all(&parent).unwrap();
+        assert!(created, "a sweep removed a directory in use");
     }
 
     #[test]
