@@ -87,6 +87,17 @@ def ordered(column: pa.Array) -> pa.Array:
     return keys if not column.null_count else pc.if_else(column.is_null(), pa.scalar(None, pa.int64()), keys)
 
 
+def bounds(column: pa.Array, ordered_column: pa.Array | None = None) -> tuple[Any, Any]:
+    """The least and greatest non-null value of ``column`` in Paimon's order, as Python
+    values of ``column`` (``ordered_column``: :func:`ordered` of it, if already made)."""
+    keys = ordered(column) if ordered_column is None else ordered_column
+    found = pc.min_max(keys)
+    if keys is column:
+        return found["min"].as_py(), found["max"].as_py()
+    low, high = pc.index(keys, found["min"]).as_py(), pc.index(keys, found["max"]).as_py()
+    return column[low].as_py(), column[high].as_py()
+
+
 def _neighbours(column: pa.Array, compare: Callable[[pa.Array, pa.Array], pa.Array]) -> pa.Array:
     """``compare`` of each row but the last with the next row."""
     n = len(column)

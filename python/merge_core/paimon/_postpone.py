@@ -59,7 +59,6 @@ from ._write import (
     DataFileWriter,
     Encoders,
     TableWrite,
-    _bounds,
     _comparable,
     _Partitions,
     conform,
@@ -300,7 +299,7 @@ class _PostponedFileWriter(DataFileWriter):
         if self.min_key is None:
             self.min_key = tuple(c[0].as_py() for c in key_columns)
         self.max_key = tuple(c[n - 1].as_py() for c in key_columns)
-        self.key_stats.append(tuple(_bounds(c, _key_order.ordered(c)) for c in key_columns))
+        self.key_stats.append(tuple(_key_order.bounds(c) for c in key_columns))
         self.sequences += [POSTPONED_SEQUENCE, POSTPONED_SEQUENCE]
         self.rows += n
 

@@ -117,7 +117,7 @@ class ColumnStats:
             self.nan, self.low, self.high = True, None, None
             return
         values = column.cast(pa.int64()) if pa.types.is_timestamp(column.type) else column
-        low, high = _min_max(values)
+        low, high = _key_order.bounds(values)
         order = _key_order.value_key
         if self.low is None or order(low) < order(self.low):
             self.low = low
@@ -153,17 +153,6 @@ def _bounded(t: pa.DataType) -> bool:
         pa.types.is_timestamp,
     )
     return any(check(t) for check in checks) and not pa.types.is_unsigned_integer(t)
-
-
-def _min_max(column: pa.Array) -> tuple[Any, Any]:
-    """The least and greatest non-null value of ``column`` in Paimon's order (floats
-    as ``Double.compare`` orders them: ``-0.0`` below ``0.0``)."""
-    ordered = _key_order.ordered(column)
-    bounds = pc.min_max(ordered)
-    if ordered is column:
-        return bounds["min"].as_py(), bounds["max"].as_py()
-    low, high = pc.index(ordered, bounds["min"]).as_py(), pc.index(ordered, bounds["max"]).as_py()
-    return column[low].as_py(), column[high].as_py()
 
 
 def _cut(value: Any, length: int) -> Any:

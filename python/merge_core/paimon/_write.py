@@ -450,7 +450,7 @@ class DataFileWriter:
             raise InternalError(f"data file {self.name} would not hold its keys in ascending order, each once")
         self.min_key = first if self.min_key is None else self.min_key
         self.max_key = tuple(c[n - 1].as_py() for c in key_columns)
-        self.key_stats.append(tuple(_bounds(c, o) for c, o in zip(key_columns, ordered, strict=True)))
+        self.key_stats.append(tuple(_key_order.bounds(c, o) for c, o in zip(key_columns, ordered, strict=True)))
         bounds = pc.min_max(batch.column(SEQUENCE_NUMBER))
         self.sequences += [bounds["min"].as_py(), bounds["max"].as_py()]
         self.rows += n
@@ -678,17 +678,6 @@ def _comparable(column: pa.Array) -> pa.Array:
     """A key column whose Python values :func:`_binary.encode` takes exactly (timestamps
     as integers of their unit, which Python's datetime would cut to microseconds)."""
     return column.cast(pa.int64()) if pa.types.is_timestamp(column.type) else column
-
-
-def _bounds(column: pa.Array, ordered: pa.Array) -> tuple[Any, Any]:
-    """The least and greatest value of a key column (made :func:`_comparable`) in
-    Paimon's order (``ordered``: the column :func:`_key_order.ordered`), as Paimon's
-    statistics collector takes them."""
-    bounds = pc.min_max(ordered)
-    if ordered is column:
-        return bounds["min"].as_py(), bounds["max"].as_py()
-    low, high = pc.index(ordered, bounds["min"]).as_py(), pc.index(ordered, bounds["max"]).as_py()
-    return column[low].as_py(), column[high].as_py()
 
 
 def remove_data_file(root: Location, schema: TableSchema, partition: bytes, bucket: int, f: dict[str, Any]) -> None:
