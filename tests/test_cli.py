@@ -27,7 +27,22 @@ COMMANDS = [
     ["demo"],
     ["bench"],
     ["table"],
-    *(["table", action] for action in ("create", "write", "read", "compact", "info", "expire", "tag", "rollback")),
+    *(
+        ["table", action]
+        for action in (
+            "create",
+            "alter",
+            "write",
+            "read",
+            "compact",
+            "info",
+            "expire",
+            "tag",
+            "rollback",
+            "drop-partition",
+            "truncate",
+        )
+    ),
 ]
 
 
@@ -553,3 +568,70 @@ def test_merge_errors_name_files_and_sql_types(tmp_path):
     assert named.returncode == 2, named.stderr
     assert f"{tmp_path / 'w.parquet'} has columns [id, w] but {tmp_path / 's.parquet'} has" in named.stderr
     assert "run " not in named.stderr
+
+
+def test_table_alter_changes_the_schema_as_paimons_readers_see_it(tmp_path):
+    """alter adds, widens, renames and drops columns and sets options, one schema each;
+    a later write and pypaimon-rust's read both follow the new schema; flags that do not
+    go with the change, a bad type and a change Paimon refuses exit 2 with one line."""
+    import merge_core as mc
+    from helpers import pypaimon_rust_rows
+
+    lake = tmp_path / "db.db" / "t"
+    first, second = str(tmp_path / "1.parquet"), str(tmp_path / "2.parquet")
+    pq.write_table(pa.table({"k": pa.array([1, 2], pa.int64()), "v": pa.array([10, 20], pa.int32())}), first)
+    assert run("table", "create", str(lake), "--like", first, "-k", "k", "--buckets", "1").returncode == 0
+    assert run("table", "write", str(lake), first).returncode == 0
+
+    steps = [
+        (["--add-column", "price", "DECIMAL(10, 2)", "--after", "k"], "added column price DECIMAL(10, 2)", 1),
+        (["--alter-column", "v", "--type", "BIGINT", "--comment", "visits"], "altered column v", 2),
+        (["--rename-column", "price", "cost"], "renamed column price to cost", 3),
+        (["--add-column", "gone", "STRING"], "added column gone STRING", 4),
+        (["--drop-column", "gone"], "dropped column gone", 5),
+        (["--set", "snapshot.num-retained.max=50", "--set", "file.format=parquet"], "set snapshot.num-retained", 6),
+        (["--reset", "file.format"], "reset file.format", 7),
+    ]
+    for flags, said, schema_id in steps:
+        result = run("table", "alter", str(lake), *flags)
+        assert result.returncode == 0, result.stderr
+        assert said in result.stdout and result.stdout.rstrip().endswith(f"now has schema {schema_id}"), result.stdout
+
+    import decimal
+
+    pq.write_table(
+        pa.table(
+            {
+                "k": pa.array([2, 3], pa.int64()),
+                "cost": pa.array([decimal.Decimal("1.50"), None], pa.decimal128(10, 2)),
+                "v": pa.array([2**40, 30], pa.int64()),
+            }
+        ),
+        second,
+    )
+    assert run("table", "write", str(lake), second).returncode == 0
+    expected = [
+        {"k": 1, "cost": None, "v": 10},
+        {"k": 2, "cost": decimal.Decimal("1.50"), "v": 2**40},
+        {"k": 3, "cost": None, "v": 30},
+    ]
+    out = str(tmp_path / "out.parquet")
+    assert run("table", "read", str(lake), "-o", out).returncode == 0
+    assert pq.read_table(out).sort_by("k").to_pylist() == expected
+    assert sorted(pypaimon_rust_rows(lake), key=lambda r: r["k"]) == expected
+    table = mc.Table.open(str(lake))
+    assert table.options["snapshot.num-retained.max"] == "50" and "file.format" not in table.options
+
+    refused = [
+        (["--drop-column", "k"], "cannot drop column 'k'"),
+        (["--drop-column", "v", "--after", "k"], "--after does not go with this change"),
+        (["--alter-column", "v"], "--alter-column NAME needs --type"),
+        (["--add-column", "x", "NOTATYPE"], "type 'NOTATYPE' is not a Paimon type"),
+        (["--set", "merge-engine"], "--set takes KEY=VALUE"),
+        (["--set", "merge-engine=first-row"], "'merge-engine' cannot change once the table has snapshots"),
+    ]
+    for flags, message in refused:
+        result = run("table", "alter", str(lake), *flags)
+        assert result.returncode == 2, (flags, result)
+        assert len(result.stderr.splitlines()) == 1 and message in result.stderr, (flags, result.stderr)
+    assert len(list((lake / "schema").iterdir())) == 8  # no refused change wrote a schema

@@ -295,6 +295,12 @@ REFUSED = {
     "an unknown column": (lambda t: t.rename_column("zz", "y"), mc.InvalidInputError, "no column 'zz'"),
     "a name taken": (lambda t: t.rename_column("a", "b"), mc.InvalidInputError, "already has a column 'b'"),
     "a NOT NULL column added": (lambda t: t.add_column("q", "INT NOT NULL"), mc.InvalidInputError, "NOT NULL"),
+    "a type that is no type": (lambda t: t.add_column("q", "NOTATYPE"), mc.InvalidInputError, "not a Paimon type"),
+    "a composite type string": (
+        lambda t: t.add_column("q", "ARRAY<INT>"),
+        mc.UnsupportedFeatureError,
+        "atomic types only",
+    ),
     "bucket": (lambda t: t.set_options({"bucket": "-1"}), mc.InvalidInputError, "'bucket'"),
     "bucket removed": (lambda t: t.remove_options(["bucket"]), mc.InvalidInputError, "'bucket'"),
     "merge-engine": (lambda t: t.set_options({"merge-engine": "first-row"}), mc.InvalidInputError, "'merge-engine'"),

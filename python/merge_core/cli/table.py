@@ -1,5 +1,5 @@
-"""``merge-core table ...``: create, write (or overwrite), read, compact, inspect, expire, tag and roll back
-a table, drop its partitions or truncate it."""
+"""``merge-core table ...``: create, alter, write (or overwrite), read, compact, inspect, expire, tag and
+roll back a table, drop its partitions or truncate it."""
 
 from __future__ import annotations
 
@@ -111,14 +111,24 @@ merge-core table drop-partition lake/sales region=eu                            
 merge-core table truncate lake/users
 merge-core table truncate shop.users --warehouse lake
 """,
+    "alter": """
+merge-core table alter lake/users --add-column email STRING                add a column (older rows read null)
+merge-core table alter lake/users --add-column price 'DECIMAL(10, 2)' --after name
+merge-core table alter lake/users --rename-column email mail
+merge-core table alter lake/users --drop-column mail
+merge-core table alter lake/users --alter-column visits --type BIGINT       widen a column's type
+merge-core table alter lake/users --alter-column name --comment 'full name'
+merge-core table alter lake/users --set snapshot.num-retained.max=50 --set write-buffer-size=512mb
+merge-core table alter lake/users --reset snapshot.num-retained.max        back to Paimon's default
+""",
 }
 
 
 def add_command_to(commands: argparse._SubParsersAction) -> None:
     table = commands.add_parser(
         "table",
-        help="an Apache Paimon primary-key table: create | write | read | compact | info | expire | tag | rollback"
-        " | drop-partition | truncate",
+        help="an Apache Paimon primary-key table: create | alter | write | read | compact | info | expire | tag"
+        " | rollback | drop-partition | truncate",
         description="An Apache Paimon primary-key table, merged on read (Flink, Spark and pypaimon share it).",
         epilog=EXAMPLES,
         formatter_class=HelpFormatter,
@@ -154,6 +164,7 @@ def add_command_to(commands: argparse._SubParsersAction) -> None:
         "--option", action="append", default=[], metavar="KEY=VALUE", help="a Paimon table option (repeatable)"
     )
     p.set_defaults(run=cmd_create)
+    _add_alter_action(sub)
 
     p = sub("write", "write Parquet files into the table, one commit per file, in order")
     p.add_argument("inputs", nargs="+", metavar="IN", help="Parquet files with the table's columns, oldest first")
@@ -267,6 +278,37 @@ def add_command_to(commands: argparse._SubParsersAction) -> None:
 
     p = sub("truncate", "empty the table: one commit without any file (older snapshots keep them)")
     p.set_defaults(run=cmd_truncate)
+
+
+def _add_alter_action(sub: Any) -> None:
+    p = sub(
+        "alter",
+        "change the table's columns or options, as Paimon's ALTER TABLE: one change a run, written as the"
+        " table's next schema, which Paimon's readers and writers follow",
+    )
+    change = p.add_mutually_exclusive_group(required=True)
+    change.add_argument(
+        "--add-column",
+        nargs=2,
+        metavar=("NAME", "TYPE"),
+        help="add a nullable column of a Paimon SQL type (INT, BIGINT, STRING, DECIMAL(10, 2), TIMESTAMP(6) ...)",
+    )
+    change.add_argument("--rename-column", nargs=2, metavar=("NAME", "NEW_NAME"), help="rename a column")
+    change.add_argument("--drop-column", metavar="NAME", help="drop a column (not a key or partition column)")
+    change.add_argument(
+        "--alter-column", metavar="NAME", help="change a column's --type, --nullable/--not-null or --comment"
+    )
+    change.add_argument("--set", action="append", metavar="KEY=VALUE", help="set a table option (repeat)")
+    change.add_argument("--reset", action="append", metavar="KEY", help="remove a table option (repeat)")
+    p.add_argument("--after", metavar="COL", help="with --add-column: place the new column after COL")
+    p.add_argument("--type", metavar="TYPE", help="with --alter-column: the column's new Paimon SQL type")
+    null = p.add_mutually_exclusive_group()
+    null.add_argument("--nullable", action="store_true", default=None, help="with --alter-column: allow nulls")
+    null.add_argument(
+        "--not-null", dest="nullable", action="store_false", help="with --alter-column: refuse nulls (Paimon's rules)"
+    )
+    p.add_argument("--comment", metavar="TEXT", help="with --add-column or --alter-column: the column's comment")
+    p.set_defaults(run=cmd_alter)
 
 
 def open_table(path: str, warehouse: str | None = None, branch: str | None = None) -> mc.Table:
@@ -565,3 +607,52 @@ def cmd_rollback(args: argparse.Namespace) -> int:
         f" ({human_bytes(result['bytes_removed'])})"
     )
     return 0
+
+
+def cmd_alter(args: argparse.Namespace) -> int:
+    table = open_table(args.path, args.warehouse)
+    _check_alter_flags(args)
+    if args.add_column:
+        name, type_ = args.add_column
+        schema_id = table.add_column(name, type_, after=args.after, comment=args.comment)
+        done = f"added column {name} {type_}"
+    elif args.rename_column:
+        name, new_name = args.rename_column
+        schema_id = table.rename_column(name, new_name)
+        done = f"renamed column {name} to {new_name}"
+    elif args.drop_column:
+        schema_id = table.drop_column(args.drop_column)
+        done = f"dropped column {args.drop_column}"
+    elif args.alter_column:
+        schema_id = table.alter_column(args.alter_column, type=args.type, nullable=args.nullable, comment=args.comment)
+        done = f"altered column {args.alter_column}"
+    elif args.set:
+        options = dict(_key_value(item, "--set KEY=VALUE") for item in args.set)
+        schema_id = table.set_options(options)
+        done = "set " + ", ".join(f"{key}={value}" for key, value in options.items())
+    else:
+        schema_id = table.remove_options(args.reset)
+        done = "reset " + ", ".join(args.reset)
+    print(f"{done}: {args.path} now has schema {schema_id}")
+    return 0
+
+
+def _check_alter_flags(args: argparse.Namespace) -> None:
+    """The flags that refine one change are refused with another, rather than ignored."""
+    allowed = {
+        "--after": args.add_column,
+        "--type": args.alter_column,
+        "--nullable/--not-null": args.alter_column,
+        "--comment": args.add_column or args.alter_column,
+    }
+    given = {
+        "--after": args.after,
+        "--type": args.type,
+        "--nullable/--not-null": args.nullable,
+        "--comment": args.comment,
+    }
+    for flag, value in given.items():
+        if value is not None and not allowed[flag]:
+            raise UserError(f"{flag} does not go with this change (see merge-core table alter --help)")
+    if args.alter_column and args.type is None and args.nullable is None and args.comment is None:
+        raise UserError("--alter-column NAME needs --type, --nullable, --not-null or --comment")

@@ -435,6 +435,10 @@ def _renamed_options(options: dict[str, str], renames: dict[str, str]) -> dict[s
 # -- types -------------------------------------------------------------------------------------
 
 
+# Paimon's composite types, which a type string does not spell here (a pyarrow type does).
+_COMPOSITE_TYPES = ("ARRAY", "MAP", "MULTISET", "ROW", "VARIANT", "BLOB", "VECTOR")
+
+
 def _spec(data_type: Any, nested_ids: Any, what: str) -> Any:
     """A pyarrow type or a Paimon type string as Paimon's JSON form (nullable unless the
     string says NOT NULL; nested row fields numbered from ``nested_ids``)."""
@@ -442,10 +446,14 @@ def _spec(data_type: Any, nested_ids: Any, what: str) -> Any:
         return paimon_type(data_type, True, nested_ids)
     if isinstance(data_type, str) and data_type.strip():
         text = data_type.strip().upper()
-        if _casts.atomic(text) is None:
+        if _casts.atomic(text) is None and text.startswith(_COMPOSITE_TYPES):
             raise UnsupportedFeatureError(
-                f"{what}: type {data_type!r} is not a Paimon type string merge-core reads "
-                "(atomic types only; give a pyarrow type for arrays, maps and rows)"
+                f"{what}: type {data_type!r}: merge-core takes Paimon type strings of atomic types only "
+                "(give a pyarrow type for arrays, maps and rows)"
+            )
+        if _casts.atomic(text) is None:
+            raise InvalidInputError(
+                f"{what}: type {data_type!r} is not a Paimon type (INT, STRING, DECIMAL(10, 2) ...)"
             )
         return _casts.canonical(text)
     raise InvalidInputError(f"{what}: a type must be a pyarrow type or a Paimon type string, got {data_type!r}")
