@@ -374,3 +374,64 @@ def test_files_of_older_schemas(tmp_path):
     stream = table.read(filter=pc.field("w") == 7)
     assert [r["k"] for r in stream.read_all().to_pylist()] == [3]
     assert stream.stats["files_skipped_by_value_stats"] >= 1
+
+
+def _buckets_holding(table: mc.Table, column: str, value) -> set[int]:
+    """The buckets whose files hold a row with ``column == value``, found by reading
+    every file: independent of how a bucket is computed."""
+    found = set()
+    for f in table.files():
+        if value in pq.read_table(table.path / f["path"], columns=[column])[column].to_pylist():
+            found.add(f["bucket"])
+    return found
+
+
+@pytest.mark.parametrize("bucket_key", [None, "k"])
+def test_point_lookups_open_only_the_buckets_of_their_keys(tmp_path, bucket_key):
+    """pypaimon writes a table of 4 buckets (a composite key, or a bucket key of one of
+    its columns); a filter fixing every bucket-key column reads only the buckets the
+    files show those keys in (Paimon's BucketSelector), and answers as the whole read
+    filtered does; filters that fix no bucket key skip no bucket."""
+    schema = pa.schema([pa.field("k", pa.int64(), False), pa.field("s", pa.string(), False), ("v", pa.int64())])
+    options = {"bucket": "4", **({"bucket-key": bucket_key} if bucket_key else {})}
+    catalog = pypaimon.CatalogFactory.create({"warehouse": str(tmp_path)})
+    catalog.create_database("db", True)
+    catalog.create_table(
+        "db.t", pypaimon.Schema.from_pyarrow_schema(schema, primary_keys=["k", "s"], options=options), False
+    )
+    data = [{"k": k, "s": f"s{k % 7}", "v": k * 10} for k in range(200)]
+    pypaimon_commit(catalog.get_table("db.t"), data, schema)
+    table = mc.Table.open(tmp_path / "db.db" / "t")
+    whole = table.read().read_all()
+
+    def key(k):
+        return (pc.field("k") == k) & (pc.field("s") == f"s{k % 7}")
+
+    lookups = {
+        "one key": (key(17), {17}),
+        "isin": ((pc.field("k").isin([3, 150])) & (pc.field("s").isin(["s3", "s3"])), {3, 150}),
+        "or of keys": (key(5) | key(99), {5, 99}),
+        "or on one column": (((pc.field("k") == 8) | (pc.field("k") == 15)) & (pc.field("s") == "s1"), {8, 15}),
+        "with a value filter": (key(12) & (pc.field("v") > 0), {12}),
+    }
+    if bucket_key == "k":
+        lookups["the bucket key alone"] = (pc.field("k") == 33, {33})
+    for name, (expression, keys) in lookups.items():
+        stream = table.read(filter=expression)
+        assert rows_any(stream.read_all()) == rows_any(whole.filter(expression)), name
+        if name == "or of keys":  # an | of whole keys is no conjunct fixing a column: nothing skipped
+            assert stream.stats["buckets_skipped_by_filter"] == 0, name
+            continue
+        expected = set().union(*(_buckets_holding(table, "k", k) for k in keys))
+        assert len(expected) < 4, name
+        read = {s.bucket for s in table.plan(filter=expression)}
+        assert read == expected, name
+        assert stream.stats["buckets_skipped_by_filter"] == 4 - len(expected), name
+
+    nothing = table.read(filter=(pc.field("k") == 1) & (pc.field("k") == 2) & (pc.field("s") == "s1"))
+    assert nothing.read_all().num_rows == 0 and nothing.stats["buckets_skipped_by_filter"] == 4
+    # a range, a column that is not all of the bucket key, more than 1000 keys: every bucket read
+    for unselective in (pc.field("k") > 100, pc.field("s") == "s1", pc.field("k").isin(list(range(2000)))):
+        stream = table.read(filter=unselective)
+        assert rows_any(stream.read_all()) == rows_any(whole.filter(unselective))
+        assert stream.stats["buckets_skipped_by_filter"] == 0, str(unselective)

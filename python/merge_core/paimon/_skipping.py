@@ -2,6 +2,7 @@
 table (``KeyValueFileStoreScan``), so that a read skips exactly what Paimon's skips:
 
 1. partitions whose values fail the filter's conjuncts on partition columns;
+   buckets the filter's bucket-key values do not hash to (``_bucket_select``);
 2. files whose key statistics fail the conjuncts on key columns (every version of a key
    has the same key, so the merge never needs them);
 3. by value statistics, only where no version is shadowed by another: in a batch read
@@ -21,6 +22,7 @@ from typing import Any
 
 from ..errors import CorruptTableError, UnsupportedFeatureError
 from . import _binary
+from ._bucket_select import bucket_selector
 from ._meta import DataFile
 from ._options import bool_option
 from ._predicate import Node, Predicate, Stats, may_match, stats_value
@@ -47,7 +49,9 @@ class Skipping:
         dv = bool_option(schema.options, "deletion-vectors.enabled")
         self.keeps_overlapping = not dv and engine in ("partial-update", "aggregation")
         self.partition_types = [self.types[k] for k in schema.partition_keys]
-        self.stats = {"partitions_skipped_by_filter": 0, "files_skipped_by_key_stats": 0}
+        self.selects_bucket = bucket_selector(predicate.node, schema)
+        self.stats = {"partitions_skipped_by_filter": 0, "buckets_skipped_by_filter": 0}
+        self.stats["files_skipped_by_key_stats"] = 0
         self.stats["files_skipped_by_value_stats"] = 0
 
     def files(self, files: Sequence[DataFile]) -> list[DataFile]:
@@ -61,6 +65,11 @@ class Skipping:
             if not self._partition_may_match(partition):
                 skipped_partitions.add(partition)
                 continue
+            if self.selects_bucket is not None:
+                group = [f for f in group if self.selects_bucket(f.bucket, f.total_buckets)]
+                if not group:
+                    self.stats["buckets_skipped_by_filter"] += 1
+                    continue
             kept = [f for f in group if self._file_may_match(f)]
             out += self._bucket(kept)
         self.stats["partitions_skipped_by_filter"] = len(skipped_partitions)

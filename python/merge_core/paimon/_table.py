@@ -779,8 +779,9 @@ class Table:
         ``>``, ``>=``, ``isin``, ``is_null``, ``is_valid``, ``&``, ``|``, ``~``) keeps the
         merged rows for which it is true; partitions and files whose statistics exclude
         it are not read, by Paimon's rules (docs/table-format.md, "Filters"), and the
-        stats count them (``partitions_skipped_by_filter``, ``files_skipped_by_key_stats``,
-        ``files_skipped_by_value_stats``, ``rows_filtered_out``).
+        stats count them (``partitions_skipped_by_filter``, ``buckets_skipped_by_filter``,
+        ``files_skipped_by_key_stats``, ``files_skipped_by_value_stats``,
+        ``rows_filtered_out``).
 
         >>> import pyarrow as pa, pyarrow.compute as pc, merge_core as mc, tempfile
         >>> t = mc.Table.create(tempfile.mkdtemp() + "/t", pa.schema([("k", pa.int64()), ("v", pa.int64())]), key="k")
