@@ -5,6 +5,9 @@
 
 use std::path::PathBuf;
 
+use arrow_array::{make_array, ArrayRef};
+use arrow_data::ArrayData;
+use arrow_pyarrow::FromPyArrow;
 use pyo3::conversion::FromPyObjectOwned;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -13,7 +16,7 @@ use pyo3::types::PyDict;
 use super::errors::to_py_err;
 use crate::fold::{AggFunction, AggregateField, MergeFunction, SequenceGroup};
 use crate::merge::plan::MergeOptions;
-use crate::read::ReadOptions;
+use crate::read::{KeyBounds, ReadOptions};
 use crate::runs::version::VersionColumns;
 use crate::sort::SortOptions;
 
@@ -204,6 +207,26 @@ impl<'a, 'py> Options<'a, 'py> {
         }
     }
 
+    /// `key_range`: (lower, upper) of the first key column, each a pyarrow array of one
+    /// value or None (unbounded).
+    fn key_range(&self) -> PyResult<Option<KeyBounds>> {
+        let Some(pair) = self.dict.get_item("key_range")?.filter(|r| !r.is_none()) else { return Ok(None) };
+        let (lower, upper): (Bound<'py, PyAny>, Bound<'py, PyAny>) = pair
+            .extract()
+            .map_err(|_| bad(format!("{} option 'key_range' must be (lower, upper)", self.call)))?;
+        let bound = |value: Bound<'py, PyAny>| -> PyResult<Option<ArrayRef>> {
+            if value.is_none() {
+                return Ok(None);
+            }
+            let array = make_array(ArrayData::from_pyarrow_bound(&value)?);
+            match array.len() {
+                1 => Ok(Some(array)),
+                n => Err(bad(format!("{} option 'key_range': a bound holds one value, not {n}", self.call))),
+            }
+        };
+        Ok(Some(KeyBounds { lower: bound(lower)?, upper: bound(upper)? }))
+    }
+
     fn merge(&self) -> PyResult<Option<MergeFunction>> {
         self.dict.get_item("merge")?.filter(|m| !m.is_none()).map(|m| merge_function(&m)).transpose()
     }
@@ -272,9 +295,10 @@ pub(crate) fn sort_options(py: Python<'_>, dict: &Bound<'_, PyDict>) -> PyResult
 /// its own (`stats`).
 pub(crate) fn read_options(dict: &Bound<'_, PyDict>) -> PyResult<(ReadOptions, Vec<(String, u64)>)> {
     const KNOWN: &[&str] =
-        &["key", "sequence", "descending", "merge", "batch_size", "columns", "threads", "stats"];
+        &["key", "sequence", "descending", "merge", "batch_size", "columns", "threads", "stats", "key_range"];
     let options = Options::new(dict, "read_paimon", KNOWN)?;
     let read = ReadOptions {
+        key_range: options.key_range()?,
         key: options.get("key")?,
         sequence: options.get("sequence")?,
         descending: options.get("descending")?,

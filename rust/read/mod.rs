@@ -19,7 +19,9 @@ pub mod system_columns;
 mod workers;
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
+use arrow_array::ArrayRef;
 use arrow_schema::SchemaRef;
 
 use crate::engine::Algorithm;
@@ -30,8 +32,9 @@ use crate::merge::stream::{merge, MergeStream};
 use crate::runs::version::VersionColumns;
 pub use files::{parquet_file, run_of_files, run_of_parquet, DataFile, Fetch};
 use groups::{merge_groups, GroupOptions};
+use key_range::KeyRange;
 pub use prefetch::Prefetch;
-use slices::groups_of_sections;
+use slices::{groups_of_sections, narrow_runs};
 
 /// How a table's sections are read: the table's merge rules and the read's shape.
 #[derive(Debug, Clone)]
@@ -51,6 +54,19 @@ pub struct ReadOptions {
     pub columns: Option<Vec<String>>,
     /// Most threads merging or decoding at once (at least 1).
     pub threads: usize,
+    /// Only keys whose first column lies in these bounds are wanted (a filter's): each
+    /// file is read only where its page or row-group statistics say such keys may be.
+    pub key_range: Option<KeyBounds>,
+}
+
+/// Bounds of the first key column, each a one-value array (`None`: unbounded): at least
+/// `lower`, below `upper`.
+#[derive(Debug, Clone, Default)]
+pub struct KeyBounds {
+    /// The least value wanted.
+    pub lower: Option<ArrayRef>,
+    /// The least value above those wanted.
+    pub upper: Option<ArrayRef>,
 }
 
 impl ReadOptions {
@@ -64,6 +80,7 @@ impl ReadOptions {
             batch_size: 8192,
             columns: None,
             threads: 1,
+            key_range: None,
         }
     }
 }
@@ -79,7 +96,7 @@ pub fn read_sections(
     sections: Vec<Vec<Vec<DataFile>>>,
     options: ReadOptions,
 ) -> Result<MergeStream> {
-    let ReadOptions { key, sequence, descending, merge, batch_size, columns, threads } = options;
+    let ReadOptions { key, sequence, descending, merge, batch_size, columns, threads, key_range } = options;
     let versions = VersionColumns {
         sequence,
         descending,
@@ -87,6 +104,13 @@ pub fn read_sections(
         row_kind: Some(system_columns::VALUE_KIND.into()),
     };
     let first_key = key.first().and_then(|k| schema.index_of(k).ok());
+    let sections = match (key_range, first_key) {
+        (Some(bounds), Some(column)) => {
+            let range = Arc::new(KeyRange { column, lower: bounds.lower, upper: bounds.upper });
+            sections.into_iter().map(|runs| narrow_runs(&schema, runs, &range)).collect()
+        }
+        _ => sections,
+    };
     let merge = MergeOptions { key, versions, merge, algorithm: Algorithm::LoserTree, batch_size, columns };
     let groups = groups_of_sections(&schema, sections, first_key, threads, batch_size);
     // A table's runs may hold a key more than once (see `MergeFunction::for_partial_run`).

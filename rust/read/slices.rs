@@ -211,22 +211,46 @@ pub(crate) fn part_rows(part: &DataFile) -> u64 {
 /// The zones of each file, its footer read into it (`None`: some file cannot be cut).
 fn zone_runs(runs: &mut [Vec<DataFile>], key_type: &DataType, key: usize) -> Option<Vec<Vec<Zones>>> {
     runs.iter_mut()
-        .map(|files| {
-            files
-                .iter_mut()
-                .map(|file| {
-                    if file.fetch.is_some() || file.rows.is_some() || file.keys.is_some() {
-                        return None;
-                    }
-                    if file.metadata.is_none() {
-                        let handle = File::open(&file.path).ok()?;
-                        file.metadata = Some(ArrowReaderMetadata::load(&handle, with_page_index()).ok()?);
-                    }
-                    let metadata = file.metadata.as_ref()?;
-                    Zones::of(metadata, file.columns[key].as_deref()?, key_type)
-                })
-                .collect()
-        })
+        .map(|files| files.iter_mut().map(|file| zones_of(file, key_type, key)).collect())
+        .collect()
+}
+
+/// A whole local file's zones, its footer read into it (`None`: it cannot be cut).
+fn zones_of(file: &mut DataFile, key_type: &DataType, key: usize) -> Option<Zones> {
+    if file.fetch.is_some() || file.rows.is_some() || file.keys.is_some() {
+        return None;
+    }
+    if file.metadata.is_none() {
+        let handle = File::open(&file.path).ok()?;
+        file.metadata = Some(ArrowReaderMetadata::load(&handle, with_page_index()).ok()?);
+    }
+    let metadata = file.metadata.as_ref()?;
+    Zones::of(metadata, file.columns[key].as_deref()?, key_type)
+}
+
+/// The runs of one merge narrowed to the keys of `range` (a filter's): of each file, the
+/// zones that may hold them, trimmed to the range as they decode; a file with no such
+/// zone is left out, and a run left with no file. A file that cannot be cut is read
+/// whole and trimmed. All versions of a key share its first column, so every wanted key
+/// keeps all its versions.
+pub(crate) fn narrow_runs(
+    schema: &SchemaRef,
+    runs: Vec<Vec<DataFile>>,
+    range: &Arc<KeyRange>,
+) -> Vec<Vec<DataFile>> {
+    let key_type = schema.field(range.column).data_type();
+    let of_key_type = |bound: &Option<ArrayRef>| bound.as_ref().is_none_or(|b| b.data_type() == key_type);
+    if !sliceable(key_type) || !of_key_type(&range.lower) || !of_key_type(&range.upper) {
+        return runs; // statistics that may not order as keys do, or bounds of another type
+    }
+    let ranges = [range.clone()];
+    let narrow = |mut file: DataFile| match zones_of(&mut file, key_type, range.column) {
+        Some(zones) => zones.parts(&file, &ranges).pop().unwrap_or_default(),
+        None => vec![DataFile { keys: Some(range.clone()), ..file }],
+    };
+    runs.into_iter()
+        .map(|files| files.into_iter().flat_map(narrow).collect::<Vec<_>>())
+        .filter(|files| !files.is_empty())
         .collect()
 }
 

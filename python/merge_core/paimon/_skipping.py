@@ -2,7 +2,7 @@
 table (``KeyValueFileStoreScan``), so that a read skips exactly what Paimon's skips:
 
 1. partitions whose values fail the filter's conjuncts on partition columns;
-   buckets the filter's bucket-key values do not hash to (``_bucket_select``);
+   buckets the filter's bucket-key values do not hash to (``_key_filter``);
 2. files whose key statistics fail the conjuncts on key columns (every version of a key
    has the same key, so the merge never needs them);
 3. by value statistics, only where no version is shadowed by another: in a batch read
@@ -22,7 +22,7 @@ from typing import Any
 
 from ..errors import CorruptTableError, UnsupportedFeatureError
 from . import _binary
-from ._bucket_select import bucket_selector
+from ._key_filter import bucket_selector
 from ._meta import DataFile
 from ._options import bool_option
 from ._predicate import Node, Predicate, Stats, may_match, stats_value

@@ -38,6 +38,7 @@ from ._commit import CommitMessage, Committer, summary
 from ._compact import CompactTask, compaction_tasks
 from ._core_options import READ, SNAPSHOT_CHOICE, WRITE, check_options, refuse
 from ._expire import expire_snapshots
+from ._key_filter import first_key_bounds
 from ._merge_options import PaimonMerge, merge_from_paimon_options, paimon_options
 from ._meta import DataFile, Snapshot, latest_snapshot_id, live_entries, live_files, snapshot_ids
 from ._options import bool_option, int_option
@@ -908,15 +909,18 @@ class Table:
         threads: int,
         stats: dict[str, int],
         predicate: _predicate.Predicate | None = None,
+        key_range: tuple[pa.Array | None, pa.Array | None] | None = None,
     ) -> Stream:
         """The splits' sections merged in Rust, each on its own, output in order (the
-        rows for which ``predicate`` is true, if given)."""
+        rows for which ``predicate`` is true, if given; files read only where their
+        statistics let the first key column lie in ``key_range``, which the predicate's
+        bounds on it give)."""
         if not isinstance(batch_size, int) or batch_size < 1:
             raise InvalidInputError(f"batch_size must be a positive integer, got {batch_size!r}")
         if predicate is not None:
-            merged = self._read(
-                splits, schema, _with_filter_columns(schema, columns, predicate), batch_size, threads, stats
-            )
+            needed = _with_filter_columns(schema, columns, predicate)
+            bounds = first_key_bounds(predicate, schema)
+            merged = self._read(splits, schema, needed, batch_size, threads, stats, key_range=bounds)
             return _predicate.FilteredStream(merged, predicate, columns)  # type: ignore[return-value]
         setup = self._setup_for(schema)
         read = _read_columns(schema, setup, columns)
@@ -943,6 +947,7 @@ class Table:
             "columns": columns,
             "threads": threads,
             "stats": list(stats.items()),
+            "key_range": key_range,
         }
         return _native.read_paimon(read_schema, sections, options)
 
