@@ -191,7 +191,8 @@ def test_a_pypaimon_write_between_two_merge_core_writes(tmp_path):
     table = mc.Table.create(
         root, SCHEMA, key=["k", "p"], partition_by=["p"], buckets=2, options={"deletion-vectors.enabled": "true"}
     )
-    first = [{"k": k, "p": "a", "v": k, "w": "mc1", KIND: "+I"} for k in range(8)]
+    # Many rows first, so that the later writes land below them and mark rows in them.
+    first = [{"k": k, "p": "a", "v": k, "w": f"mc1-{k * k}", KIND: "+I"} for k in range(3000)]
     write_rows(table, first)
     theirs = [{"k": k, "p": "a", "v": 100 + k, "w": "py"} for k in range(4, 12)]
     pypaimon_commit(catalog(root).get_table(identifier(root)), theirs, SCHEMA)
@@ -201,6 +202,7 @@ def test_a_pypaimon_write_between_two_merge_core_writes(tmp_path):
     mine, py, rust = peers_read(root)
     assert mine == py == rust == as_tuples(list(model.values()))
     check_layout(root)
+    assert any(e["_INDEX_TYPE"] == "DELETION_VECTORS" for e in index_entries(root))
 
 
 def test_compaction_of_a_deletion_vector_table(tmp_path):
