@@ -354,3 +354,42 @@ def test_an_overwrite_of_a_deletion_vector_table_is_visible_and_drops_its_vector
     table.drop_partitions([{"p": "b"}])
     assert peers_read(root)[0] == [(7, "a", 8, "newer")]
     assert not index_entries(root)
+
+
+def big_write(table: mc.Table) -> dict[int, tuple]:
+    """3000 rows, so that a small write's file lands below theirs and marks rows in them."""
+    rows = [{"k": k, "p": "a", "v": k, "w": f"x{k * k}"} for k in range(3000)]
+    table.write(pa.Table.from_pylist(rows, schema=SCHEMA))
+    return {r["k"]: (r["k"], "a", r["v"], r["w"]) for r in rows}
+
+
+def test_a_dynamic_bucket_table_with_deletion_vectors(tmp_path):
+    root = tmp_path / "db.db" / "t"
+    cat = catalog(root)
+    cat.create_database("db", True)
+    options = {"bucket": "-1", "deletion-vectors.enabled": "true"}
+    schema = pypaimon.Schema.from_pyarrow_schema(SCHEMA, partition_keys=["p"], primary_keys=["p", "k"], options=options)
+    cat.create_table(identifier(root), schema, False)
+    table = mc.Table.open(root)
+    model = big_write(table)
+    table.write(pa.Table.from_pylist([{"k": k, "p": "a", "v": -k, "w": "y"} for k in range(0, 40, 3)], schema=SCHEMA))
+    model.update({k: (k, "a", -k, "y") for k in range(0, 40, 3)})
+    mine, py, rust = peers_read(root)
+    assert mine == py == rust == sorted(model.values())
+    check_layout(root)
+    assert {e["_INDEX_TYPE"] for e in index_entries(root)} == {"HASH", "DELETION_VECTORS"}
+
+
+def test_a_sequence_field_keeps_a_newer_version_found_above(tmp_path):
+    root = tmp_path / "db.db" / "t"
+    table = mc.Table.create(
+        root, SCHEMA, key=["k", "p"], buckets=1, sequence="v", options={"deletion-vectors.enabled": "true"}
+    )
+    model = big_write(table)
+    later = [{"k": k, "p": "a", "v": -1 if k % 2 else 10**6, "w": "y"} for k in range(6)]
+    table.write(pa.Table.from_pylist(later, schema=SCHEMA))
+    model.update({r["k"]: (r["k"], "a", r["v"], "y") for r in later if r["v"] > r["k"]})  # a lower v is older
+    mine, py, rust = peers_read(root)
+    assert mine == py == rust == sorted(model.values())
+    check_layout(root)
+    assert {f["level"] for f in table.files()} == {4, 5}
