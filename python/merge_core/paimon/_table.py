@@ -10,6 +10,7 @@ import dataclasses
 import datetime
 import functools
 import os
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
@@ -447,10 +448,46 @@ class Table:
         for m in out:  # nothing to look up: the compacted files replace the level-0 ones
             for f in m.new_files:
                 remove_data_file(self._root, self._schema, m.partition, m.bucket, f)
+        # The compacted files replace the level-0 ones; ``dv_index`` (nothing to check or
+        # change) marks the bucket as compacted by lookup for ``_one_lookup_per_bucket``.
+        marked = [DvUpdate(m.partition, m.bucket, None, (), (), False) for m in out]
         return [
-            dataclasses.replace(m, new_files=m.compact_after, compact_before=(), compact_after=(), dv_index=None)
-            for m in out
+            dataclasses.replace(m, new_files=m.compact_after, compact_before=(), compact_after=(), dv_index=d)
+            for m, d in zip(out, marked, strict=True)
         ]
+
+    def _one_lookup_per_bucket(self, messages: Sequence[CommitMessage]) -> Sequence[CommitMessage]:
+        """The messages, where several writes (the tasks of one Spark job, say) compacted
+        the same bucket by lookup, with those compactions undone and the bucket's written
+        files compacted again, together, on the latest snapshot: two would each mark and
+        replace rows of the same files, unaware of the other."""
+        counts = Counter((m.partition, m.bucket) for m in messages if m.dv_index is not None)
+        shared = {bucket for bucket, n in counts.items() if n > 1}
+        if not shared:
+            return messages
+        again = [m for m in messages if (m.partition, m.bucket) in shared]
+        if any(m.hash_index is not None for m in again):
+            raise UnsupportedFeatureError(
+                "writes of one commit that placed new keys in the same bucket of a dynamic-bucket table with "
+                "deletion vectors or first-row: write each bucket's rows in one write"
+            )
+        overwrite = again[0].overwrite
+        combined: dict[tuple[bytes, int], CommitMessage] = {}
+        for m in again:
+            # An overwrite's compacted files are its only copy of the rows: compacted again as new ones.
+            files = tuple({**f, "_LEVEL": 0} for f in m.new_files) if overwrite else m.new_files
+            if not overwrite:
+                self.abort([dataclasses.replace(m, new_files=())])  # the compaction's file and vectors
+            first = combined.get((m.partition, m.bucket))
+            combined[(m.partition, m.bucket)] = CommitMessage(
+                m.partition,
+                m.bucket,
+                m.total_buckets,
+                (*(first.new_files if first else ()), *files),
+                overwrite=overwrite,
+            )
+        kept = [m for m in messages if (m.partition, m.bucket) not in shared]
+        return kept + self._compact_level_zero(list(combined.values()), overwrite)
 
     def _merge_into(
         self, planner: Planner, sections: list[list[list[FileRead]]], picked: list[DataFile], level: int
@@ -491,6 +528,7 @@ class Table:
         _check_names(messages)
         committer = None
         try:
+            messages = self._one_lookup_per_bucket(messages)
             spec = overwrite_spec(self._schema, overwrite)
             if spec is not None:
                 return commit_overwrite(self._root, self._schema, messages, spec)
