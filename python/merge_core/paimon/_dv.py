@@ -95,7 +95,9 @@ def write_index(
     out = bytearray([INDEX_FILE_VERSION])
     ranges = []
     for file_name, positions in vectors.items():
-        positions = np.unique(positions)
+        positions = np.asarray(positions, dtype=np.uint64)
+        if len(positions) > 1 and not np.all(positions[1:] > positions[:-1]):
+            positions = np.unique(positions)
         entry = serialized(positions, wide)
         # The manifest's length: the bitmap and its magic number (32-bit), all of it (64-bit).
         length = len(entry) if wide else len(entry) - 8

@@ -159,8 +159,9 @@ class LookupCompaction:
             return picked
         marked = [f for f in above if f.name in found]
         for f in marked:
-            others = np.setdiff1d(np.arange(f.rows, dtype=np.uint64), found[f.name].astype(np.uint64))
-            reads[f.name] = dataclasses.replace(reads[f.name], deleted=others)
+            others = np.ones(f.rows, dtype=bool)
+            others[found[f.name]] = False
+            reads[f.name] = dataclasses.replace(reads[f.name], deleted=np.flatnonzero(others).astype(np.uint64))
         return [*picked, *marked]
 
     def _look_up(
