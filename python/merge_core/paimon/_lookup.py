@@ -53,7 +53,7 @@ POSITION = "_POSITION"
 
 # Reads the merged rows of sections of runs of files (each with the positions it skips)
 # and writes them as one file at a level: returns its manifest record, None if no row.
-MergeInto = Callable[[list[list[list[FileRead]]], list[DataFile], int], "dict[str, Any] | None"]
+MergeInto = Callable[[list[list[list[FileRead]]], list[DataFile], int], dict[str, Any] | None]
 
 
 def needs_lookup(options: dict[str, str]) -> bool:
@@ -65,6 +65,8 @@ def needs_lookup(options: dict[str, str]) -> bool:
 
 @dataclass(frozen=True)
 class Run:
+    """A sorted run of a bucket: one level-0 file, or a level's files."""
+
     level: int
     files: tuple[DataFile, ...]
 
