@@ -314,11 +314,11 @@ def test_drop_partitions_refuses_what_paimon_would(tmp_path):
         flat.drop_partitions([{"day": "d1"}])
     assert table.snapshots() == [1]
     # A table merge-core does not write is not dropped from or truncated either.
-    vectors = create(tmp_path / "db.db" / "dv", **{"deletion-vectors.enabled": "true"})
-    for drop in (lambda: vectors.drop_partitions([{"day": "d1"}]), vectors.truncate):
-        with pytest.raises(mc.UnsupportedFeatureError, match="deletion-vectors.enabled"):
+    changelog = create(tmp_path / "db.db" / "changelog", **{"changelog-producer": "input"})
+    for drop in (lambda: changelog.drop_partitions([{"day": "d1"}]), changelog.truncate):
+        with pytest.raises(mc.UnsupportedFeatureError, match="changelog-producer"):
             drop()
-    assert vectors.snapshots() == []
+    assert changelog.snapshots() == []
 
 
 def test_an_overwrite_replaces_a_write_committed_before_it(tmp_path):

@@ -34,7 +34,8 @@ import pyarrow as pa
 
 from ..errors import CommitConflictError, CorruptTableError, TableIOError, TableNotFoundError
 from ..fs import Location
-from . import _binary, _hash_index, _key_order
+from . import _binary, _dv, _hash_index, _key_order
+from ._dv import DvUpdate
 from ._hash_index import INDEX_MANIFEST_ENTRY, HashIndexUpdate
 from ._meta import ADD, DELETE, MANIFEST_VERSIONS, Snapshot, latest_snapshot_id, live_entries, read_avro
 from ._schema import TableSchema, schema_ids
@@ -130,7 +131,9 @@ class CommitMessage:
     """What one task changed in one (partition, bucket): files it wrote (``new_files``,
     level 0) and, for a compaction, the files it replaced and their replacements. Files
     are their manifest records (``_FILE``). A write to a dynamic-bucket table adds the
-    bucket's new HASH index file (``hash_index``) when the bucket took new keys.
+    bucket's new HASH index file (``hash_index``) when the bucket took new keys; a
+    compaction of a deletion-vector or first-row table (``_lookup``, ``Table.compact``)
+    its bucket's deletion vectors and what it read of the bucket (``dv_index``).
     Picklable, so tasks can send it to a driver."""
 
     partition: bytes
@@ -140,6 +143,7 @@ class CommitMessage:
     compact_before: tuple[dict[str, Any], ...] = ()
     compact_after: tuple[dict[str, Any], ...] = ()
     hash_index: HashIndexUpdate | None = None
+    dv_index: DvUpdate | None = None
     overwrite: bool = False  # written for an overwrite: committed only by one (``_overwrite``)
 
     @property
@@ -217,19 +221,32 @@ class Committer:
         self.partition_types = [schema.field(k).type for k in schema.partition_keys]
         self.codec = AVRO_CODECS.get(schema.options.get("manifest.compression", "zstd").lower(), "zstandard")
         self._names = f"{uuid.uuid4()}-"
+        self.appended = False
         self._counter = 0
 
     def commit(self, messages: Sequence[CommitMessage]) -> int | None:
         """Commits the appends of ``messages`` as one snapshot, then their compactions as
-        another (as Paimon does); returns the last snapshot's id (``None``: nothing to commit)."""
+        another (as Paimon does); returns the last snapshot's id (``None``: nothing to commit).
+        ``appended`` says afterwards whether the appends landed (if the compaction failed,
+        their files stay: a later compaction takes them)."""
         last = None
         appends = [e for m in messages for e in m.append_entries()]
         index = [m.hash_index for m in messages if m.hash_index is not None]
+        dv = [m.dv_index for m in messages if m.dv_index is not None]
+
+        def append(latest: Snapshot | None, live: list[dict[str, Any]]) -> Changes:
+            # A write compacted by lookup lands only if its compaction can follow it.
+            _dv.check_unchanged(_hash_index.index_entries(self.root, latest) if dv else [], live, dv)
+            return Changes(appends, self._hash_updates(latest, index))
+
         if appends or index:
-            last = self.commit_changes("APPEND", lambda latest, _: Changes(appends, self._hash_updates(latest, index)))
+            last = self.commit_changes("APPEND", append)
+        self.appended = last is not None
         compactions = [e for m in messages for e in m.compact_entries()]
-        if compactions:
-            last = self.commit_changes("COMPACT", lambda *_: Changes(compactions))
+        if compactions or dv:
+            last = self.commit_changes(
+                "COMPACT", lambda latest, live: Changes(compactions, _dv.updated_entries(self.root, latest, live, dv))
+            )
         return last
 
     def _hash_updates(self, latest: Snapshot | None, index: list[HashIndexUpdate]) -> list[dict[str, Any]] | None:

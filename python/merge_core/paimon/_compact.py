@@ -25,10 +25,15 @@ class CompactTask:
 
 
 def compaction_tasks(
-    entries: list[dict[str, Any]], snapshot: int, schema: TableSchema, full: bool
+    entries: list[dict[str, Any]],
+    snapshot: int,
+    schema: TableSchema,
+    full: bool,
+    marked: frozenset[tuple[bytes, int]] = frozenset(),
 ) -> list[CompactTask]:
     """A task for each bucket of the live ``entries`` that needs compacting, in
-    (partition, bucket) order."""
+    (partition, bucket) order; a full compaction also rewrites the buckets whose rows
+    deletion vectors hide (``marked``: their (partition, bucket))."""
     top = top_level(schema)
     trigger = int_option(schema.options, "num-sorted-run.compaction-trigger", 5)
     by_bucket: dict[tuple[bytes, int], list[dict[str, Any]]] = {}
@@ -38,6 +43,7 @@ def compaction_tasks(
         CompactTask(snapshot, partition, bucket, group[0]["_TOTAL_BUCKETS"], top, tuple(group))
         for (partition, bucket), group in sorted(by_bucket.items())
         if _needs_compaction([e["_FILE"] for e in group], top, full, trigger)
+        or (full and (partition, bucket) in marked)
     ]
 
 

@@ -188,10 +188,6 @@ STARTUP_MODES = (
 )
 TIME_TRAVEL = "a batch read takes the snapshot, tag or time it names, as read(snapshot=, tag=, as_of=) do"
 NOT_ONE_SNAPSHOT = "a batch read of something else than one snapshot's rows (changes, files by creation time)"
-NO_DELETION_VECTOR_WRITES = (
-    "a write must mark the rows it replaces in deletion vectors (and compact its new files, which batch "
-    "reads skip until then); merge-core writes no deletion vectors yet, so its rows would stay invisible"
-)
 
 OPTIONS: tuple[CoreOption, ...] = _options(
     # -- what the table is --------------------------------------------------------------
@@ -415,14 +411,8 @@ OPTIONS: tuple[CoreOption, ...] = _options(
         "merge-engine",
         _enum("deduplicate", "partial-update", "aggregation", "first-row"),
         H,
-        Refusal(
-            "first-row",
-            lambda v: v == "first-row",
-            "batch reads of a first-row table skip level-0 files; Paimon's writers compact theirs at once (lookup), "
-            "merge-core's new files would stay invisible",
-            H,
-        ),
-        "the merge function",
+        H,
+        "the merge function (a first-row table's writes are compacted at once by lookup, as Paimon's)",
     ),
     ("ignore-delete", _bool, H, H, "retractions are ignored"),
     ("first-row.ignore-delete", _bool, H, H, "an older name of ignore-delete"),
@@ -514,13 +504,20 @@ OPTIONS: tuple[CoreOption, ...] = _options(
         "deletion-vectors.enabled",
         _bool,
         H,
-        if_true(NO_DELETION_VECTOR_WRITES, H),
-        "reads apply deletion vectors and skip uncompacted level-0 files",
+        H,
+        "reads apply deletion vectors and skip uncompacted level-0 files; writes compact their level-0 files at "
+        "once by lookup, marking the rows they replace in deletion vectors, as Paimon's writers do",
     ),
     ("deletion-vectors.merge-on-read", _bool, H, A, "batch reads merge level-0 files of a deletion-vector table"),
-    ("deletion-vectors.modifiable", _bool, A, A, "deletion-vector tables, whose writes are refused"),
-    ("deletion-vector.index-file.target-size", _memory, A, A, "deletion-vector tables, whose writes are refused"),
-    ("deletion-vectors.bitmap64", _bool, A, A, "the width of new deletion vectors; reads take both"),
+    ("deletion-vectors.modifiable", _bool, A, A, "whether the table's option may change (schema changes check it)"),
+    (
+        "deletion-vector.index-file.target-size",
+        _memory,
+        A,
+        A,
+        "a bucket's deletion vectors are in one index file, as Paimon's writers keep them",
+    ),
+    ("deletion-vectors.bitmap64", _bool, A, H, "the width of new deletion vectors (64-bit if true); reads take both"),
     (
         "index-file-in-data-file-dir",
         _bool,

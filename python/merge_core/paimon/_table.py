@@ -10,6 +10,7 @@ import dataclasses
 import datetime
 import functools
 import os
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
@@ -37,14 +38,16 @@ from ._branch import MAIN, BranchRoot, branch_root, branches, refuse_on_branch
 from ._commit import CommitMessage, Committer, summary
 from ._compact import CompactTask, compaction_tasks
 from ._core_options import READ, SNAPSHOT_CHOICE, WRITE, check_options, refuse
+from ._dv import DvUpdate, bucket_index_files
 from ._expire import expire_snapshots
 from ._key_filter import first_key_bounds
+from ._lookup import LookupCompaction, needs_lookup
 from ._merge_options import PaimonMerge, merge_from_paimon_options, paimon_options
-from ._meta import DataFile, Snapshot, latest_snapshot_id, live_entries, live_files, snapshot_ids
+from ._meta import DataFile, Snapshot, deletion_vectors, latest_snapshot_id, live_entries, live_files, snapshot_ids
 from ._options import bool_option, int_option
 from ._overwrite import commit_overwrite, drop_partitions, overwrite_spec, truncate
 from ._paths import Layout, file_name
-from ._plan import SEQUENCE_NUMBER, VALUE_KIND, FileRead, Plan, Planner, Split
+from ._plan import SEQUENCE_NUMBER, VALUE_KIND, FileRead, Plan, Planner, Section, Split
 from ._postpone import PostponedCompaction, is_postponed, postponed_entries
 from ._postpone import bucket_ids as postponed_bucket_ids
 from ._postpone import new_write as postponed_table_write
@@ -415,12 +418,91 @@ class Table:
         if not isinstance(overwrite, bool):
             raise InvalidInputError(f"new_write takes overwrite=True or False (commit takes a spec), not {overwrite!r}")
         if is_postponed(self._schema):
+            _refuse_postponed_lookup(self._schema)
             write = postponed_table_write(
                 self._root, self._schema, self._setup, row_kind, memory_limit, spill_dir, threads
             )
         else:
             write = TableWrite(self._root, self._schema, self._setup, row_kind, memory_limit, spill_dir, threads)
+            if needs_lookup(self._schema.options):
+                write.level_zero_compaction = self._compact_level_zero
         return write.ignore_previous_files() if overwrite else write
+
+    def _compact_level_zero(self, messages: list[CommitMessage], overwrite: bool) -> list[CommitMessage]:
+        """A write's messages with its level-0 files compacted by lookup (``_lookup``), on
+        the latest snapshot; an overwrite's go to the top level in their place. If that
+        fails, every file of the messages is removed."""
+        latest = None if overwrite else latest_snapshot_id(self._root)
+        snap = None if latest is None else self.snapshot(latest)
+        planner = self._full_planner(snap or Snapshot(0, self._schema.id, "", "", None, "APPEND", 0, 0), self._schema)
+        live = [] if snap is None else live_files(self._root, snap)
+        compaction = LookupCompaction(planner, snap, live, functools.partial(self._merge_into, planner))
+        out: list[CommitMessage] = []
+        try:
+            for m in messages:
+                out.append(compaction.compacted(m))
+        except BaseException:
+            self.abort([*out, *messages[len(out) :]])
+            raise
+        if not overwrite:
+            return out
+        for m in out:  # nothing to look up: the compacted files replace the level-0 ones
+            for f in m.new_files:
+                remove_data_file(self._root, self._schema, m.partition, m.bucket, f)
+        # The compacted files replace the level-0 ones; ``dv_index`` (nothing to check or
+        # change) marks the bucket as compacted by lookup for ``_one_lookup_per_bucket``.
+        marked = [DvUpdate(m.partition, m.bucket, None, (), (), False) for m in out]
+        return [
+            dataclasses.replace(m, new_files=m.compact_after, compact_before=(), compact_after=(), dv_index=d)
+            for m, d in zip(out, marked, strict=True)
+        ]
+
+    def _one_lookup_per_bucket(self, messages: Sequence[CommitMessage]) -> Sequence[CommitMessage]:
+        """The messages, where several writes (the tasks of one Spark job, say) compacted
+        the same bucket by lookup, with those compactions undone and the bucket's written
+        files compacted again, together, on the latest snapshot: two would each mark and
+        replace rows of the same files, unaware of the other."""
+        counts = Counter((m.partition, m.bucket) for m in messages if m.dv_index is not None)
+        shared = {bucket for bucket, n in counts.items() if n > 1}
+        if not shared:
+            return messages
+        again = [m for m in messages if (m.partition, m.bucket) in shared]
+        if any(m.hash_index is not None for m in again):
+            raise UnsupportedFeatureError(
+                "writes of one commit that placed new keys in the same bucket of a dynamic-bucket table with "
+                "deletion vectors or first-row: write each bucket's rows in one write"
+            )
+        overwrite = again[0].overwrite
+        combined: dict[tuple[bytes, int], CommitMessage] = {}
+        for m in again:
+            # An overwrite's compacted files are its only copy of the rows: compacted again as new ones.
+            files = tuple({**f, "_LEVEL": 0} for f in m.new_files) if overwrite else m.new_files
+            if not overwrite:
+                self.abort([dataclasses.replace(m, new_files=())])  # the compaction's file and vectors
+            first = combined.get((m.partition, m.bucket))
+            combined[(m.partition, m.bucket)] = CommitMessage(
+                m.partition,
+                m.bucket,
+                m.total_buckets,
+                (*(first.new_files if first else ()), *files),
+                overwrite=overwrite,
+            )
+        kept = [m for m in messages if (m.partition, m.bucket) not in shared]
+        return kept + self._compact_level_zero(list(combined.values()), overwrite)
+
+    def _merge_into(
+        self, planner: Planner, sections: list[list[list[FileRead]]], picked: list[DataFile], level: int
+    ) -> dict[str, Any] | None:
+        """Merges ``sections`` (of the bucket of the ``picked`` files), deletes dropped, into
+        one file at ``level``, each row keeping its sequence number; ``None``: no row left."""
+        schema, first = planner.schema, picked[0]
+        columns = list(schema.arrow.names)
+        parts = tuple(Section(tuple(tuple(run) for run in section)) for section in sections)
+        whole = Split(planner.snapshot.id, schema.id, tuple(columns), (), first.bucket, parts)
+        stream = self._read([whole], schema, [*columns, SEQUENCE_NUMBER], READ_BATCH_ROWS, 1, {})
+        lowest = min(f.min_sequence for f in picked)
+        after = self._write_merged(stream, schema, first.partition, first.bucket, level, lowest, 1)
+        return after[0] if after else None
 
     def bucket_ids(self, data: pa.RecordBatch, row_kind: str | None = None) -> pa.Int32Array:
         """Each row's bucket, as a write assigns it (Paimon's bucket function over the
@@ -445,14 +527,19 @@ class Table:
         Paimon's ``INSERT OVERWRITE``: one OVERWRITE snapshot in which the partitions it
         replaces lose every file they had (see :meth:`write`)."""
         _check_names(messages)
+        committer = None
         try:
+            messages = self._one_lookup_per_bucket(messages)
             spec = overwrite_spec(self._schema, overwrite)
             if spec is not None:
                 return commit_overwrite(self._root, self._schema, messages, spec)
             if any(m.overwrite for m in messages):
                 raise InvalidInputError("these messages come from an overwrite write: commit them with overwrite=")
-            return Committer(self._root, self._schema).commit(messages)
+            committer = Committer(self._root, self._schema)
+            return committer.commit(messages)
         except BaseException:
+            if committer is not None and committer.appended:  # the appended files stay: a later compaction takes them
+                messages = [dataclasses.replace(m, new_files=(), hash_index=None) for m in messages]
             self.abort(messages)
             raise
 
@@ -539,6 +626,7 @@ class Table:
         threads = check_threads(threads)
         if is_postponed(self._schema):
             refuse(self._schema.options, WRITE)
+            _refuse_postponed_lookup(self._schema)
             compaction = PostponedCompaction(
                 self._root, self._schema, self._setup, self.compact_bucket, self.commit, self.abort
             )
@@ -574,7 +662,9 @@ class Table:
                 "the table has rows waiting in postponed buckets, which Table.compact() moves into real buckets "
                 "(a compaction planned bucket by bucket does not)"
             )
-        return compaction_tasks(entries, snap.id, self._schema_of(snap), full)
+        vectors = deletion_vectors(self._root, snap, lambda p, b: None) if full else {}
+        marked = frozenset((p, b) for p, b, _ in vectors)
+        return compaction_tasks(entries, snap.id, self._schema_of(snap), full, marked)
 
     def compact_bucket(self, task: CompactTask, threads: int = 1) -> CommitMessage:
         """Runs one task of :meth:`plan_compaction`: its files merged (deletes dropped)
@@ -590,35 +680,47 @@ class Table:
         whole = Split(snap.id, schema.id, columns, values, task.bucket, sections)
         stream = self._read([whole], schema, list(columns), READ_BATCH_ROWS, 1, {})
         lowest = min(f.min_sequence for f in files)
+        after = self._write_merged(stream, schema, task.partition, task.bucket, task.level, lowest, threads)
+        before = tuple(e["_FILE"] for e in task.entries)
+        dv = None
+        if bool_option(schema.options, "deletion-vectors.enabled"):  # the bucket's files all go, and their vectors
+            seen = tuple(sorted(f.name for f in files if f.level > 0))
+            replaced = bucket_index_files(self._root, snap, task.partition, task.bucket)
+            dv = DvUpdate(task.partition, task.bucket, None, replaced, seen, bool(replaced))
+        return CommitMessage(
+            task.partition, task.bucket, task.total_buckets, compact_before=before, compact_after=after, dv_index=dv
+        )
+
+    def _write_merged(
+        self, stream: Stream, schema: TableSchema, partition: bytes, bucket: int, level: int, lowest: int, threads: int
+    ) -> tuple[dict[str, Any], ...]:
+        """Writes merged rows as one file at ``level`` (rows without sequence numbers are
+        numbered from ``lowest``); returns its record, or nothing if no row was left."""
         with Encoders(check_threads(threads)) as encoders:
-            writer = DataFileWriter(self._root, schema, task.partition, task.bucket, task.level, lowest, encoders)
+            writer = DataFileWriter(self._root, schema, partition, bucket, level, lowest, encoders)
             try:
                 for batch in stream:
                     writer.write(batch)
                 if writer.rows == 0:  # every key deleted
                     writer.abort()
-                    after: tuple[dict[str, Any], ...] = ()
-                else:
-                    after = (writer.close(),)
+                    return ()
+                return (writer.close(),)
             except BaseException:
                 writer.abort()
                 raise
-        before = tuple(e["_FILE"] for e in task.entries)
-        return CommitMessage(
-            task.partition, task.bucket, task.total_buckets, compact_before=before, compact_after=after
-        )
 
     def _compaction_planner(self, snapshot: int) -> Planner:
         """A planner of all columns at ``snapshot``, made once for all the buckets a
         compaction (or a worker's share of one) merges."""
         if self._planner is None or self._planner.snapshot.id != snapshot:
             snap = self.snapshot(snapshot)
-            schema = self._schema_of(snap)
-            columns = tuple(schema.arrow.names)
-            self._planner = Planner(
-                self._root, snap, schema, columns, _read_columns(schema, self._setup_for(schema), list(columns))
-            )
+            self._planner = self._full_planner(snap, self._schema_of(snap))
         return self._planner
+
+    def _full_planner(self, snap: Snapshot, schema: TableSchema) -> Planner:
+        """A planner of every column of ``schema`` at ``snap``."""
+        columns = tuple(schema.arrow.names)
+        return Planner(self._root, snap, schema, columns, _read_columns(schema, self._setup_for(schema), list(columns)))
 
     def abort(self, messages: Sequence[CommitMessage]) -> None:
         """Removes the files of messages that will not be committed."""
@@ -628,6 +730,8 @@ class Table:
                 remove_data_file(self._root, self._schema, m.partition, m.bucket, f)
             if m.hash_index is not None:
                 _hash_index.remove(self._root, self._schema, m.hash_index)
+            if m.dv_index is not None and m.dv_index.entry is not None:
+                _hash_index.index_file(self._root, self._schema, m.dv_index.entry).delete()
 
     def expire(self, keep_snapshots: int | None = None, orphan_age: float = 3600.0) -> dict[str, int]:
         """Expires old snapshots as Paimon does, then removes the files nothing kept uses.
@@ -1051,6 +1155,16 @@ def _read_columns(schema: TableSchema, setup: PaimonMerge, wanted: list[str]) ->
         named |= {f.name for f in schema.fields}  # a default function applies to every column
     needed = {*wanted, *schema.trimmed_keys, *setup.sequence, *named}
     return [f.name for f in schema.fields if f.name in needed]
+
+
+def _refuse_postponed_lookup(schema: TableSchema) -> None:
+    """merge-core moves postponed rows into buckets without the lookup that deletion
+    vectors and first-row need (``_lookup``)."""
+    if needs_lookup(schema.options):
+        raise UnsupportedFeatureError(
+            "merge-core does not write postponed-bucket tables ('bucket' = -2) with deletion vectors or the "
+            "first-row merge engine"
+        )
 
 
 def _skips_level_zero(schema: TableSchema) -> bool:

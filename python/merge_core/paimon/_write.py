@@ -123,6 +123,8 @@ class TableWrite:
         self._encode_memory = options["memory_limit"] // ENCODE_SHARE
         self._done = False
         self.overwrite = False
+        # Set by Table.new_write where a write's level-0 files must be compacted at once (``_lookup``).
+        self.level_zero_compaction: Callable[[list[CommitMessage], bool], list[CommitMessage]] | None = None
 
     def ignore_previous_files(self) -> TableWrite:
         """Makes this the write of an overwrite, as Paimon's overwrite writers are: each
@@ -186,7 +188,10 @@ class TableWrite:
             raise as_invalid_input(e) from e
         finally:
             self._buffer.close()
-        return self.stamped(messages if self.dynamic is None else self._with_index(messages))
+        messages = messages if self.dynamic is None else self._with_index(messages)
+        if self.level_zero_compaction is not None:
+            messages = self.level_zero_compaction(messages, self.overwrite)
+        return self.stamped(messages)
 
     def stamped(self, messages: list[CommitMessage]) -> list[CommitMessage]:
         """The messages, marked as an overwrite's if this write is one."""
