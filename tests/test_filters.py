@@ -490,7 +490,7 @@ def test_key_filters_decode_only_the_pages_that_may_hold_their_keys(paged_tables
         stream = table.read(filter=expression, threads=threads)
         assert rows_any(stream.read_all()) == rows_any(whole.filter(expression)), str(expression)
         if narrowed:
-            most = 30_000 + (j - i if " or " in str(expression) else 0)
+            most = 30_000 + (3 * (j - i) if " or " in str(expression) else 0)  # each key in up to 3 files
             assert stream.stats["rows_in"] < most, (str(expression), stream.stats)
         else:
             assert stream.stats["rows_in"] == 240_100, (str(expression), stream.stats)
