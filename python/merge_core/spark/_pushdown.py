@@ -10,8 +10,9 @@ partition values.
 Filters on key columns (``=``, ``<=>``, ``IN``, ``<``, ``<=``, ``>``, ``>=``) go to
 ``Table.plan`` as its ``filter``: a file whose key range (the manifest's key statistics)
 cannot hold a key the filter keeps is skipped, as Paimon's ``KeyValueFileStoreScan``
-skips it; every version of a key has that key, so the merge never needed the file. A
-bucket left with no file is no split. The split carries the filter to ``read_split``,
+skips it; every version of a key has that key, so the merge never needed the file
+(``=`` and ``IN`` also pick the buckets their keys hash to). A bucket left with no file
+is no split. The split carries the filter to ``read_split``,
 which keeps the merged rows it admits. A filter on a value column never goes there: an
 older version of a key may pass it where the newer one that replaces it fails.
 
