@@ -140,6 +140,26 @@ def test_an_overwrite_replaces_what_pypaimons_does(tmp_path, partitioned, dynami
     assert all((ours / f["path"]).exists() for f in table.files(snapshot=2))
 
 
+@pytest.mark.parametrize("option, dynamic", [(True, False), (False, True)])
+def test_dynamic_overwrite_decides_one_commit_over_the_table_option(tmp_path, option, dynamic):
+    """``dynamic_overwrite`` replaces the table's option for one overwrite (as Paimon's
+    Spark connector copies the table with the mode Spark resolved); the option stays."""
+    root = tmp_path / "db.db" / "t"
+    table = create(root, **{"dynamic-partition-overwrite": str(option).lower()})
+    table.write(data(BASE))
+    model: Model = {(day, k): v for k, day, v in BASE}
+    rows = [(1, "d1", 100), (9, "d1", 900)]
+    table.write(data(rows), overwrite=True, dynamic_overwrite=dynamic)
+    model_overwrite(model, rows, {}, True, dynamic)
+    check_reads(root, model)
+    assert table.options["dynamic-partition-overwrite"] == str(option).lower()
+    with pytest.raises(mc.InvalidInputError, match="dynamic_overwrite applies to an overwrite"):
+        table.write(data(rows), dynamic_overwrite=dynamic)
+    with pytest.raises(mc.InvalidInputError, match="True, False or None"):
+        table.write(data(rows), overwrite=True, dynamic_overwrite="yes")
+    assert table.snapshots() == [1, 2]
+
+
 def test_overwritten_files_are_upgraded_to_the_top_level(tmp_path):
     """With overwrite-upgrade (Paimon's default) a bucket's new files go to the top level
     when their key ranges do not overlap (Paimon's tryUpgrade), bucket by bucket; with the

@@ -17,6 +17,10 @@ Which partitions an overwrite replaces (Paimon's rules):
   (no files: nothing is replaced and nothing committed);
 - otherwise those the static spec matches (``{}``: every partition), even with no rows.
 
+A commit may decide the mode itself (``dynamic``), as Paimon's Spark connector copies
+the table with the option set to the mode Spark resolved (static unless Spark says
+dynamic), whatever the table's own option says.
+
 A static spec must hold every row written (Paimon refuses a write outside it; merge-core
 also in dynamic mode, where Paimon's engines fill the spec's columns into every row).
 With ``overwrite-upgrade`` (true by default) a bucket's new files, when their key ranges
@@ -150,11 +154,16 @@ class Overwrite:
 
 
 def commit_overwrite(
-    root: Location, schema: TableSchema, messages: Sequence[CommitMessage], spec: PartitionSpec
+    root: Location,
+    schema: TableSchema,
+    messages: Sequence[CommitMessage],
+    spec: PartitionSpec,
+    dynamic: bool | None = None,
 ) -> int | None:
     """Commits the messages of an overwrite write (``Table.new_write(overwrite=True)``)
-    as one OVERWRITE snapshot replacing what ``spec`` and the table's options say;
-    returns its id (``None``: a dynamic overwrite of no rows, which commits nothing)."""
+    as one OVERWRITE snapshot replacing what ``spec`` and ``dynamic`` (``None``: the
+    table's ``dynamic-partition-overwrite``) say; returns its id (``None``: a dynamic
+    overwrite of no rows, which commits nothing)."""
     _check_messages(messages)
     partitions = _Partitions(schema)
     for m in messages:
@@ -164,7 +173,7 @@ def commit_overwrite(
     written = [m for m in messages if m.new_files]
     if not schema.partition_keys:
         chosen = None
-    elif bool_option(schema.options, "dynamic-partition-overwrite", True):
+    elif bool_option(schema.options, "dynamic-partition-overwrite", True) if dynamic is None else dynamic:
         touched = {partitions.values(m.partition) for m in written}
         if not touched:
             _remove_index_files(root, schema, messages)

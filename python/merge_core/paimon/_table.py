@@ -517,7 +517,12 @@ class Table:
             raise UnsupportedFeatureError(f"the table has no fixed buckets ('bucket' = {self.buckets})")
         return bucket_ids(self._schema, conform(data, self._schema.arrow, row_kind))
 
-    def commit(self, messages: Sequence[CommitMessage], overwrite: bool | Mapping[str, Any] = False) -> int | None:
+    def commit(
+        self,
+        messages: Sequence[CommitMessage],
+        overwrite: bool | Mapping[str, Any] = False,
+        dynamic_overwrite: bool | None = None,
+    ) -> int | None:
         """Commits what writes and compactions prepared, as Paimon does: the appends as
         one snapshot, the compactions as the next; returns the last snapshot's id (None
         if there was nothing to commit). If the commit fails, its files are removed.
@@ -525,14 +530,17 @@ class Table:
         ``overwrite`` (True, or a partition spec ``{column: value}`` naming some or all
         partition columns) commits the messages of ``new_write(overwrite=True)`` as
         Paimon's ``INSERT OVERWRITE``: one OVERWRITE snapshot in which the partitions it
-        replaces lose every file they had (see :meth:`write`)."""
+        replaces lose every file they had (see :meth:`write`). ``dynamic_overwrite``
+        (True or False) replaces the table's ``dynamic-partition-overwrite`` for this
+        commit, as Paimon's Spark connector does with the mode Spark resolved."""
         _check_names(messages)
         committer = None
         try:
             messages = self._one_lookup_per_bucket(messages)
             spec = overwrite_spec(self._schema, overwrite)
+            _check_dynamic(dynamic_overwrite, spec is not None)
             if spec is not None:
-                return commit_overwrite(self._root, self._schema, messages, spec)
+                return commit_overwrite(self._root, self._schema, messages, spec, dynamic_overwrite)
             if any(m.overwrite for m in messages):
                 raise InvalidInputError("these messages come from an overwrite write: commit them with overwrite=")
             committer = Committer(self._root, self._schema)
@@ -551,6 +559,7 @@ class Table:
         spill_dir: str | os.PathLike[str] | None = None,
         threads: int | None = None,
         overwrite: bool | Mapping[str, Any] = False,
+        dynamic_overwrite: bool | None = None,
     ) -> dict[str, int | None]:
         """Writes ``data`` (any Arrow-tabular object with the table's columns) as one
         commit: rows go to their buckets by Paimon's bucket function and become one
@@ -560,8 +569,9 @@ class Table:
         spec such as ``{"day": "2024-01-01"}`` (some or all partition columns) the
         partitions it matches, and every row must be in it. With the table option
         ``dynamic-partition-overwrite`` (true by default) only the partitions the rows
-        are in are replaced (no rows: nothing). The replaced files stay for older
-        snapshots and tags until ``expire`` (docs/table-format.md, "Overwrites").
+        are in are replaced (no rows: nothing); ``dynamic_overwrite`` (True or False)
+        decides that for this write instead of the option. The replaced files stay for
+        older snapshots and tags until ``expire`` (docs/table-format.md, "Overwrites").
 
         >>> import pyarrow as pa, merge_core as mc, tempfile
         >>> schema = pa.schema([pa.field("k", pa.int64(), False), pa.field("day", pa.string(), False)])
@@ -572,10 +582,11 @@ class Table:
         ({'k': [3, 9], 'day': ['d2', 'd1']}, 'OVERWRITE')
         """
         replaces = overwrite_spec(self._schema, overwrite) is not None  # a spec that does not parse fails here
+        _check_dynamic(dynamic_overwrite, replaces)
         with self.new_write(row_kind, memory_limit, spill_dir, threads, overwrite=replaces) as write:
             write.write(data)
             messages = write.prepare_commit()
-        snapshot = self.commit(messages, overwrite)
+        snapshot = self.commit(messages, overwrite, dynamic_overwrite)
         return summary(snapshot, messages, compaction=False)
 
     def drop_partitions(self, partitions: Sequence[Mapping[str, Any]]) -> dict[str, int | None]:
@@ -1094,6 +1105,13 @@ def _local_time(value: Any) -> datetime.datetime | None:
     if isinstance(value, datetime.datetime):
         return value.replace(tzinfo=None)
     return datetime.datetime(1970, 1, 1) + datetime.timedelta(milliseconds=int(value))
+
+
+def _check_dynamic(dynamic_overwrite: Any, overwrites: bool) -> None:
+    if dynamic_overwrite is not None and not isinstance(dynamic_overwrite, bool):
+        raise InvalidInputError(f"dynamic_overwrite must be True, False or None, got {dynamic_overwrite!r}")
+    if dynamic_overwrite is not None and not overwrites:
+        raise InvalidInputError("dynamic_overwrite applies to an overwrite (overwrite=True or a partition spec)")
 
 
 def _check_names(messages: Sequence[CommitMessage]) -> None:

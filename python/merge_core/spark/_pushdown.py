@@ -1,26 +1,36 @@
 """Which of Spark's pushed filters prune a merge-core read, and how.
 
-Only filters on partition columns prune: every version of a key lies in one partition,
-so skipping a partition whose values fail a filter drops only rows the filter drops
-anyway, and the merged answer of every other key is unchanged. A filter on a key or a
-value column could keep an old version of a key while dropping the newer one that
-replaces it, so it never prunes here (nor does it prune files by key range: no public
-seam of ``mc.Table`` plans by key).
+Filters on partition columns prune partitions: every version of a key lies in one
+partition, so skipping a partition whose values fail a filter drops only rows the filter
+drops anyway, and the merged answer of every other key is unchanged. ``=`` and ``IN`` go
+to :meth:`merge_core.Table.plan` as ``partitions``, so that the planner skips those
+partitions' files; every pushed filter is then checked against each planned split's
+partition values.
+
+Filters on key columns (``=``, ``<=>``, ``IN``, ``<``, ``<=``, ``>``, ``>=``) go to
+``Table.plan`` as its ``filter``: a file whose key range (the manifest's key statistics)
+cannot hold a key the filter keeps is skipped, as Paimon's ``KeyValueFileStoreScan``
+skips it; every version of a key has that key, so the merge never needed the file
+(``=`` and ``IN`` also pick the buckets their keys hash to). A bucket left with no file
+is no split. The split carries the filter to ``read_split``,
+which keeps the merged rows it admits. A filter on a value column never goes there: an
+older version of a key may pass it where the newer one that replaces it fails.
 
 Pruning is a superset: Spark still applies every filter after the scan (the source hands
-all of them back), so a filter that cannot be judged on a partition's value keeps it.
-``=`` and ``IN`` also go to :meth:`merge_core.Table.plan` as ``partitions``, so that the
-planner skips those partitions' files; every pushed filter is then checked against each
-planned split's partition values.
+all of them back), so a filter that cannot be judged (another type, a literal the column
+cannot hold exactly) prunes nothing.
 """
 
 from __future__ import annotations
 
+import functools
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 # Partition column types whose values Spark's filter literals give as the same Python
 # values the table decodes (ints, str, bool, datetime.date, Decimal). Floats and
@@ -106,3 +116,51 @@ def _may_hold(f: Any, value: Any) -> bool:
     except (TypeError, AttributeError):  # a literal of another type: keep the split
         return True
     return True
+
+
+def key_filter(filters: Sequence[Any], key: Sequence[str], schema: pa.Schema) -> pc.Expression | None:
+    """The AND of the filters of ``filters`` (Spark's, ANDed) that compare a key column
+    with values, as a ``Table.plan`` filter (None: none do)."""
+    from pyspark.sql import datasource as ds
+
+    comparisons = {
+        ds.EqualTo: operator.eq,
+        ds.EqualNullSafe: operator.eq,  # a key is never null
+        ds.GreaterThan: operator.gt,
+        ds.GreaterThanOrEqual: operator.ge,
+        ds.LessThan: operator.lt,
+        ds.LessThanOrEqual: operator.le,
+    }
+    parts = []
+    for f in filters:
+        path = getattr(f, "attribute", None)
+        if path is None or len(path) != 1 or path[0] not in key:
+            continue
+        t = schema.field(path[0]).type
+        if not any(test(t) for test in _PRUNABLE):
+            continue
+        column = pc.field(path[0])
+        if type(f) in comparisons:
+            value = _exactly(f.value, t)
+            if value is not None:
+                parts.append(comparisons[type(f)](column, value))
+        elif isinstance(f, ds.In):
+            values = [_exactly(v, t) for v in f.value if v is not None]  # a null in IN never matches
+            if values and None not in values:  # a value the column cannot hold: Spark's alone
+                parts.append(column.isin(pa.array([v.as_py() for v in values], t)))
+    return functools.reduce(operator.and_, parts) if parts else None
+
+
+def _exactly(value: Any, t: pa.DataType) -> pa.Scalar | None:
+    """``value`` as a scalar of type ``t``, or None if it is null or ``t`` cannot hold it
+    exactly (5.5 for an integer column, a decimal of more digits)."""
+    if value is None:
+        return None
+    try:
+        scalar = pa.scalar(value)
+        cast = scalar.cast(t, safe=True)
+        if not cast.cast(scalar.type, safe=True).equals(scalar):
+            return None
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, OverflowError):
+        return None
+    return cast

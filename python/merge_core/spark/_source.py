@@ -5,12 +5,13 @@ It is built on ``mc.Table``'s public seams, as Paimon's own Spark connector is b
 its ReadBuilder and BatchWriteBuilder::
 
     read    driver: schema()      the table's schema, as Spark's types (``_types``)
-            driver: pushFilters   partition filters kept for planning (``_pushdown``)
+            driver: pushFilters   partition and key filters kept for planning (``_pushdown``)
             driver: partitions()  Table.plan -> one Spark input partition per Split
             task:   read(split)   Table.read_split -> Arrow batches, no row in Python
 
     write   task:   write(batches)  Table.new_write -> write -> prepare_commit -> messages
             driver: commit(all)     Table.commit: one snapshot for the whole job
+                                    (an overwrite: one OVERWRITE snapshot, ``_Overwrite``)
             driver: abort(all)      Table.abort: every file of the job's tasks removed
 
 A task opens the table from its path and filesystem (picklable), so the driver and every
@@ -27,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.fs as pafs
 from pyspark.sql.datasource import (
     DataSource,
@@ -37,9 +39,9 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from ..errors import InvalidInputError, UnsupportedFeatureError
+from ..errors import InvalidInputError
 from ..paimon import Catalog, CommitMessage, Table
-from ._pushdown import PartitionFilter, partition_filter
+from ._pushdown import PartitionFilter, key_filter, partition_filter
 from ._types import arrow_form, spark_schema, spark_type, to_spark
 
 #: The source's short name: ``format("merge_core")``, ``USING merge_core``.
@@ -53,7 +55,13 @@ _WHERE = {
     "branch": "a branch of the table (default: main)",
 }
 _READ = {"snapshot": "a snapshot id", "tag": "a tag's name", "as_of": "an ISO 8601 date and time"}
-_WRITE = {"row_kind": "a column of row kinds", "memory_limit": "each task's sort memory, e.g. 256MiB"}
+_WRITE = {
+    "row_kind": "a column of row kinds",
+    "memory_limit": "each task's sort memory, e.g. 256MiB",
+    "partitionOverwriteMode": "mode overwrite replaces: static (default; the table, or the partition option) or"
+    " dynamic (the partitions written)",
+    "partition": "the partitions a mode overwrite replaces, e.g. day=2024-06-01,hour=1",
+}
 _WRITE_THREADS = 2  # each task sorts while another thread encodes its files (Spark runs a task per core)
 
 
@@ -89,7 +97,8 @@ class _Where:
 class Source(DataSource):
     """The ``merge_core`` source. Options: ``path`` (``load(path)``, ``save(path)``): the
     table's directory, or ``DB.TABLE`` with ``warehouse``; ``branch``; reads: one of ``snapshot``,
-    ``tag`` or ``as_of``; writes: ``row_kind``, ``memory_limit``."""
+    ``tag`` or ``as_of``; writes: ``row_kind``, ``memory_limit``, and for ``mode("overwrite")``
+    ``partitionOverwriteMode`` and ``partition`` (``_overwrite``)."""
 
     pushes_filters = True
 
@@ -107,19 +116,18 @@ class Source(DataSource):
         return kind(_where(self.options), _travel(self.options), schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceArrowWriter:
-        if overwrite:
-            raise UnsupportedFeatureError(
-                "mode 'overwrite' of the merge_core source is not done yet (Table.write(overwrite=...) is); use"
-                " mode 'append' (an upsert by key)"
-            )
         _check_options(self.options, {**_WHERE, **_WRITE}, "writing ")
         where = _where(self.options)
         table = where.open()
+        replace = _overwrite(self.options, table) if overwrite else None
+        if not overwrite and "partition" in self.options:
+            raise InvalidInputError("option partition names what mode 'overwrite' replaces; this write appends")
         row_kind = self.options.get("row_kind")
         memory_limit = self.options.get("memory_limit", "256MiB")
-        table.new_write(row_kind, memory_limit).close()  # a table merge-core cannot write is refused here
+        # A table merge-core cannot write is refused here, before any task starts.
+        table.new_write(row_kind, memory_limit, overwrite=replace is not None).close()
         _check_columns(schema, table, row_kind)
-        return Writer(where, row_kind, memory_limit)
+        return Writer(where, row_kind, memory_limit, replace)
 
 
 class SourceWithoutPushdown(Source):
@@ -137,11 +145,14 @@ class Reader(DataSourceReader):
         self.columns = schema.fieldNames()
         self.schema, self.arrow = schema, arrow_form(schema)
         self.pushed = PartitionFilter()
+        self.keys: pc.Expression | None = None
+        self.stats: dict[str, Any] = {}  # the last plan's (what it skipped), on the process that planned
         _check_schema(schema, where.open(), travel)
 
     def partitions(self) -> list[InputPartition]:
         table = self.where.open()
-        plan = table.plan(self.columns, self.pushed.values or None, **self.travel)
+        plan = table.plan(self.columns, self.pushed.values or None, filter=self.keys, **self.travel)
+        self.stats = plan.stats
         read = spark_schema(table.read_schema(self.columns, snapshot=plan.stats["snapshot"] or None))
         if [f.dataType for f in read] != [f.dataType for f in self.schema]:
             raise InvalidInputError(
@@ -159,12 +170,24 @@ class Reader(DataSourceReader):
 
 
 class FilteringReader(Reader):
-    """A reader that prunes partitions by the filters Spark pushes (see ``_pushdown``)."""
+    """A reader that prunes partitions, and files by key range, by the filters Spark
+    pushes (see ``_pushdown``)."""
 
     def pushFilters(self, filters: list[Any]) -> Any:  # noqa: N802 (Spark's name)
         table = self.where.open()
         self.pushed = partition_filter(filters, table.partition_by, table.schema)
+        self.keys = key_filter(filters, table.key, table.schema)
         return filters  # all of them: Spark applies each after the scan
+
+
+@dataclass(frozen=True)
+class _Overwrite:
+    """What a ``mode("overwrite")`` replaces, as ``Table.commit`` takes it: ``spec``
+    (True: every partition, else ``{column: value}``) and ``dynamic`` (only the partitions
+    the job wrote, within the spec)."""
+
+    spec: bool | dict[str, str]
+    dynamic: bool
 
 
 @dataclass
@@ -176,20 +199,27 @@ class Messages(WriterCommitMessage):
 
 class Writer(DataSourceArrowWriter):
     """Each task writes what Spark gives it as level-0 files per (partition, bucket) it
-    meets; the driver commits every task's messages as one snapshot, or removes them all."""
+    meets; the driver commits every task's messages as one snapshot (an overwrite's as
+    one OVERWRITE snapshot), or removes them all."""
 
-    def __init__(self, where: _Where, row_kind: str | None, memory_limit: int | str):
+    def __init__(self, where: _Where, row_kind: str | None, memory_limit: int | str, replace: _Overwrite | None):
         self.where, self.row_kind, self.memory_limit = where, row_kind, memory_limit
+        self.replace = replace
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> Messages:
         table = self.where.open()
-        with table.new_write(self.row_kind, self.memory_limit, threads=_WRITE_THREADS) as write:
+        overwrite = self.replace is not None
+        with table.new_write(self.row_kind, self.memory_limit, threads=_WRITE_THREADS, overwrite=overwrite) as write:
             for batch in iterator:
                 write.write(_table_timestamps(batch, table.schema))
             return Messages(write.prepare_commit())
 
     def commit(self, messages: Sequence[Messages | None]) -> None:
-        self.where.open().commit(_flat(messages))
+        table = self.where.open()
+        if self.replace is None:
+            table.commit(_flat(messages))
+        else:
+            table.commit(_flat(messages), self.replace.spec, self.replace.dynamic)
 
     def abort(self, messages: Sequence[Messages | None]) -> None:
         self.where.open().abort(_flat(messages))
@@ -201,7 +231,7 @@ def _flat(messages: Sequence[Messages | None]) -> list[CommitMessage]:
 
 
 def _check_options(options: Mapping[str, str], known: dict[str, str], doing: str) -> None:
-    unknown = sorted(set(options) - set(known))
+    unknown = sorted({name.lower() for name in options} - {name.lower() for name in known})  # Spark's are any case
     if unknown:
         listed = ", ".join(f"{name} ({what})" for name, what in known.items())
         raise InvalidInputError(f"unknown option(s) {unknown} for {doing}the merge_core source; it takes: {listed}")
@@ -221,6 +251,35 @@ def _where(options: Mapping[str, str]) -> _Where:
     if "branch" in options:
         table = Table.open(table.path, table.filesystem, options["branch"])
     return _Where(os.fspath(table.path), table.filesystem, table.branch)
+
+
+def _overwrite(options: Mapping[str, str], table: Table) -> _Overwrite:
+    """What ``mode("overwrite")`` replaces. Static by default, as Paimon's Spark connector
+    overwrites for ``save`` whatever the table's ``dynamic-partition-overwrite`` says:
+    the whole table, or the partitions ``partition`` names (``day=2024-06-01,hour=1``,
+    Paimon's action syntax), which every row written must be in. With
+    ``partitionOverwriteMode`` ``dynamic`` (Spark's write option for its file sources; a
+    Python source is not shown the session's setting) only the partitions written."""
+    mode = options.get("partitionOverwriteMode", "static").strip().lower()
+    if mode not in ("static", "dynamic"):
+        raise InvalidInputError(f"option partitionOverwriteMode is static or dynamic, not {mode!r}")
+    spec: bool | dict[str, str] = True
+    if "partition" in options:
+        spec = {}
+        for part in options["partition"].split(","):
+            column, equals, value = part.partition("=")
+            if not equals or not column.strip():
+                raise InvalidInputError(
+                    f"option partition takes column=value pairs separated by commas (day=2024-06-01,hour=1),"
+                    f" got {options['partition']!r}"
+                )
+            spec[column.strip()] = value.strip()
+        strangers = sorted(set(spec) - set(table.partition_by))
+        if strangers:
+            raise InvalidInputError(
+                f"option partition names {strangers}, not partition columns of the table ({table.partition_by})"
+            )
+    return _Overwrite(spec, mode == "dynamic")
 
 
 def _travel(options: Mapping[str, str]) -> dict[str, Any]:
