@@ -2,11 +2,14 @@
 pypaimon-rust read, reads what pypaimon writes, both writers append to one table in turn,
 bucket-unaware (``bucket = -1``) and fixed buckets by ``bucket-key``, partitioned and not;
 reads follow a plain-Python model of Paimon's order (partition, bucket, then the files in
-sequence order, each file's rows as written)."""
+sequence order, each file's rows as written), and the CLI does the same end to end."""
 
 from __future__ import annotations
 
+import os
 import random
+import subprocess
+import sys
 from pathlib import Path
 
 import merge_core as mc
@@ -264,3 +267,48 @@ def test_overwrites_tags_time_travel_rollback_and_expire_work_as_for_keyed_table
     assert table.expire(keep_snapshots=1, orphan_age=0)["snapshots_removed"] == 1
     assert _by_id(table.read().read_all().to_pylist()) == _by_id(first + second)
     assert _by_id(table.read(tag="first").read_all().to_pylist()) == _by_id(first)  # the tag keeps its files
+
+
+def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    """merge-core's CLI, run from the package under test."""
+    env = {**os.environ, "PYTHONPATH": str(Path(mc.__file__).parent.parent)}
+    code = "import sys; from merge_core.cli import main; sys.exit(main(sys.argv[1:]))"
+    return subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=300
+    )
+
+
+def test_the_cli_creates_writes_reads_and_compacts_an_append_table(tmp_path):
+    writes = [_rows(40 + i, 30, 100 * i) for i in range(5)]
+    for i, rows in enumerate(writes):
+        pq.write_table(pa.Table.from_pylist(rows, schema=SCHEMA), tmp_path / f"{i}.parquet")
+
+    created = _cli("table", "create", "lake/db.db/t", "--like", "0.parquet", "--partition-by", "day", cwd=tmp_path)
+    assert created.returncode == 0, created.stderr
+    assert "append table" in created.stdout and "bucket-unaware" in created.stdout
+    files = [f"{i}.parquet" for i in range(5)]
+    written = _cli("table", "write", "lake/db.db/t", *files, cwd=tmp_path)
+    assert written.returncode == 0, written.stderr
+    assert written.stdout.count("snapshot") == 5
+    read = _cli("table", "read", "lake/db.db/t", "-o", "out.parquet", cwd=tmp_path)
+    assert read.returncode == 0, read.stderr
+    table = mc.Table.open(tmp_path / "lake" / "db.db" / "t")
+    expected = _model(writes, True, _placement(table))
+    assert pq.read_table(tmp_path / "out.parquet").to_pylist() == expected
+    info = _cli("table", "info", "lake/db.db/t", cwd=tmp_path)
+    assert info.returncode == 0, info.stderr
+    assert "append table" in info.stdout and "merge:" not in info.stdout
+    compacted = _cli("table", "compact", "lake/db.db/t", cwd=tmp_path)
+    assert compacted.returncode == 0, compacted.stderr
+    assert len(table.files()) == 3  # one file per partition
+    assert table.read().read_all().to_pylist() == expected
+
+    fixed = _cli(
+        "table", "create", "lake/db.db/f", "--like", "0.parquet", "--buckets", "2", "--option", "bucket-key=id",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert fixed.returncode == 0 and "2 buckets" in fixed.stdout, fixed.stderr
+    keyless = _cli("table", "create", "lake/db.db/g", "--like", "0.parquet", "--buckets", "2", cwd=tmp_path)
+    assert keyless.returncode != 0 and "bucket-key" in keyless.stderr
+    merged = _cli("table", "create", "lake/db.db/h", "--like", "0.parquet", "--merge", "first-row", cwd=tmp_path)
+    assert merged.returncode != 0 and "--merge" in merged.stderr and "--key" in merged.stderr
