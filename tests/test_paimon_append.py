@@ -231,6 +231,14 @@ def test_filters_skip_files_and_equal_the_read_filtered_afterwards(tmp_path):
     skipping.read_all()
     assert skipping.stats["files_skipped_by_value_stats"] == skipping.stats["files_total"] - 3
 
+    # Fixed buckets: a point lookup on the bucket key opens the one bucket the key hashes to.
+    fixed = _create(tmp_path / "f", False, 4)
+    rows = _rows(24, 40, 0)
+    fixed.write(pa.Table.from_pylist(rows, schema=SCHEMA))
+    lookup = fixed.read(filter=pc.field("id") == 7)
+    assert lookup.read_all().to_pylist() == [r for r in rows if r["id"] == 7]
+    assert lookup.stats["buckets_skipped_by_filter"] == 3 and lookup.stats["files_read"] == 1
+
 
 def test_schema_changes_read_older_files_as_paimon_does(tmp_path):
     root = tmp_path / "db.db" / "t"
