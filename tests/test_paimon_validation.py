@@ -52,6 +52,11 @@ CASES = [
     Case("bucket_key_within_primary_key", {"bucket-key": "p"}, partition_by=("p",)),
     Case("bucket_key_within_primary_key", {"bucket-key": "nope"}),
     Case("bucket_key_within_primary_key", {"bucket-key": "k, ts"}, key=("k", "ts")),  # Java does not trim
+    Case("append_buckets_keyed", {"bucket": "2"}, key=()),  # an append table (no key)
+    Case("append_buckets_keyed", {"bucket": "2", "bucket-key": "s"}, key=(), columns=NESTED),
+    Case("append_buckets_keyed", {"bucket": "-1", "full-compaction.delta-commits": "1"}, key=()),
+    Case("append_without_changelog", {"bucket": "-1", "changelog-producer": "input"}, key=()),
+    Case("append_without_changelog", {"bucket": "-1", "streaming-read-overwrite": "true"}, key=()),
     Case("sequence_columns_valid", {"sequence.field": "nope"}),
     Case("sequence_columns_valid", {"sequence.field": "ts,ts"}),
     Case("sequence_columns_valid", {"sequence.field": "ts", "merge-engine": "first-row"}),

@@ -60,6 +60,8 @@ merge-core table create lake/users --like data/0.parquet -k uuid --buckets 8 --p
 merge-core table create lake/sales --like sales.parquet -k id --partition-by day --option write-buffer-size=256mb
 merge-core table create lake/users --like changes.parquet -k id --row-kind op    op: kinds, not a column
 merge-core table create shop.users --warehouse lake --like data/0.parquet -k uuid    in lake/shop.db/users
+merge-core table create lake/events --like events.parquet --partition-by day     append table (no key)
+merge-core table create lake/events --like events.parquet --buckets 8 --option bucket-key=user
 """,
     "write": """
 merge-core table write lake/users data/*.parquet --null-string name     one commit per file
@@ -127,9 +129,10 @@ merge-core table alter lake/users --reset snapshot.num-retained.max        back 
 def add_command_to(commands: argparse._SubParsersAction) -> None:
     table = commands.add_parser(
         "table",
-        help="an Apache Paimon primary-key table: create | alter | write | read | compact | info | expire | tag"
+        help="an Apache Paimon table: create | alter | write | read | compact | info | expire | tag"
         " | rollback | drop-partition | truncate",
-        description="An Apache Paimon primary-key table, merged on read (Flink, Spark and pypaimon share it).",
+        description="An Apache Paimon table: a primary-key table merged on read, or an append table (no key) read"
+        " as written (Flink, Spark and pypaimon share it).",
         epilog=EXAMPLES,
         formatter_class=HelpFormatter,
     )
@@ -143,11 +146,24 @@ def add_command_to(commands: argparse._SubParsersAction) -> None:
 
     p = sub("create", "create an empty table with the columns of a Parquet file")
     p.add_argument("--like", required=True, metavar="PARQUET", help="take the columns of this Parquet file")
-    p.add_argument("-k", "--key", required=True, action="append", help="primary key column (repeat for several)")
+    p.add_argument(
+        "-k",
+        "--key",
+        action="append",
+        default=[],
+        help="primary key column (repeat for several); without one, an append table: rows kept as written,"
+        " never merged",
+    )
     p.add_argument(
         "--partition-by", action="append", default=[], metavar="COL", help="partition column (repeat for several)"
     )
-    p.add_argument("--buckets", type=int, default=4, help="buckets per partition (1 to 65536)")
+    p.add_argument(
+        "--buckets",
+        type=int,
+        default=None,
+        help="buckets per partition (1 to 65536; default 4); an append table's default is -1 (bucket-unaware, one"
+        " bucket per partition), and N buckets need --option bucket-key=COL",
+    )
     add_merge_options(p, ["deduplicate", "first-row", "partial-update", "aggregate"])
     p.add_argument("--preset", choices=["contest"], help="the contest's rules: requests summed, others newest non-null")
     p.add_argument(
@@ -331,8 +347,13 @@ def cmd_create(args: argparse.Namespace) -> int:
         schema = schema.remove(schema.get_field_index(args.row_kind))
     for flag, names in (("--key", args.key), ("--partition-by", args.partition_by), ("--sequence", args.sequence)):
         check_columns(names, flag, schema, args.like)
-    check_positive(args.buckets, "--buckets", 65536)
-    merge = contest.CONTEST_MERGE if args.preset == "contest" else merge_option(args, [(args.like, schema)])
+    if args.key:
+        if args.buckets is not None:
+            check_positive(args.buckets, "--buckets", 65536)
+        merge = contest.CONTEST_MERGE if args.preset == "contest" else merge_option(args, [(args.like, schema)])
+    else:
+        _check_append_flags(args)
+        merge = "deduplicate"
     options = dict(_key_value(item, "--option KEY=VALUE") for item in args.option)
     table = where.create(
         schema,
@@ -343,9 +364,33 @@ def cmd_create(args: argparse.Namespace) -> int:
         sequence=args.sequence or None,
         options=options,
     )
+    if not table.key:
+        buckets = "bucket-unaware" if table.buckets == -1 else plural(table.buckets, "bucket")
+        print(f"created {table.path}: append table (no key, rows never merged), {buckets}")
+        return 0
     function = table.info()["merge"]["function"]
     print(f"created {table.path}: key {', '.join(table.key)}, {plural(table.buckets, 'bucket')}, merge {function}")
     return 0
+
+
+def _check_append_flags(args: argparse.Namespace) -> None:
+    """Refuses, for a table without --key, the flags that say how versions of a key merge."""
+    given = [
+        flag
+        for flag, value in (
+            ("--merge", args.merge),
+            ("--agg", args.agg),
+            ("--preset", args.preset),
+            ("--sequence", args.sequence),
+        )
+        if value
+    ]
+    if given:
+        raise UserError(
+            f"{', '.join(given)} say how the versions of a key merge: give --key (an append table has none)"
+        )
+    if args.buckets is not None and args.buckets != -1:
+        check_positive(args.buckets, "--buckets (or -1, bucket-unaware)", 65536)
 
 
 def cmd_write(args: argparse.Namespace) -> int:
@@ -360,7 +405,7 @@ def cmd_write(args: argparse.Namespace) -> int:
             raise UserError(f"{path} lacks the table's columns {', '.join(missing)}")
         if args.row_kind:
             check_columns([args.row_kind], "--row-kind", parquet.schema_arrow, path)
-        check_no_null_keys(parquet, table.key, path)
+        check_no_null_keys(parquet, table.key, path)  # nothing to check for an append table
         check_columns(args.null_string, "--null-string", parquet.schema_arrow, path)
     memory = parse_memory(args.memory)
     if spec is not None:
@@ -525,20 +570,28 @@ def cmd_info(args: argparse.Namespace) -> int:
 def describe(info: dict[str, Any]) -> str:
     """``table info``'s summary for people: what the table is and what it holds."""
     merge = info["merge"]
-    function = merge["function"]
-    fields = merge.get("fields") or {}
-    if fields:
-        per_column = ", ".join(f"{c} {f.get('function', f)}" for c, f in fields.items())
-        function += f" ({per_column}; others {merge.get('default', 'last_non_null_value')})"
     columns = ", ".join(f"{name} {kind}" for name, kind in info["columns"].items())
     lines = [
         f"table {info['path']} ({info['format']})",
         f"  columns:   {columns}",
-        f"  key:       {', '.join(info['key'])}",
+        f"  key:       {', '.join(info['key']) or 'none (an append table: rows kept as written, never merged)'}",
         f"  partition: {', '.join(info['partition_by']) or 'none'}",
-        f"  buckets:   {info['buckets']} per partition",
-        f"  merge:     {function}" + (f", ordered by {', '.join(info['sequence'])}" if info["sequence"] else ""),
+        "  buckets:   "
+        + (
+            "bucket-unaware (one per partition)"
+            if not info["key"] and info["buckets"] == -1
+            else f"{info['buckets']} per partition"
+        ),
     ]
+    if merge is not None:
+        function = merge["function"]
+        fields = merge.get("fields") or {}
+        if fields:
+            per_column = ", ".join(f"{c} {f.get('function', f)}" for c, f in fields.items())
+            function += f" ({per_column}; others {merge.get('default', 'last_non_null_value')})"
+        lines.append(
+            f"  merge:     {function}" + (f", ordered by {', '.join(info['sequence'])}" if info["sequence"] else "")
+        )
     if info["snapshot"] is None:
         lines.append("  snapshot:  none yet (the table is empty)")
         return "\n".join(lines)

@@ -137,7 +137,7 @@ class Catalog:
     def list_tables(self, database: str) -> list[str]:
         """The tables of ``database``, sorted: every directory in it holding a
         ``schema/schema-N`` file, as Paimon counts them (primary-key and append tables
-        alike; :meth:`get_table` opens the primary-key ones)."""
+        alike)."""
         _database_name(database)
         _readable_database(database)
         self._require_database(database)
@@ -162,9 +162,9 @@ class Catalog:
         self,
         identifier: str,
         schema: pa.Schema,
-        key: str | Sequence[str],
+        key: str | Sequence[str] | None,
         partition_by: str | Sequence[str] = (),
-        buckets: int = 4,
+        buckets: int | None = None,
         merge: Any = "deduplicate",
         sequence: str | Sequence[str] | None = None,
         sequence_order: str = "ascending",

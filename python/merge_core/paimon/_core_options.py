@@ -118,9 +118,16 @@ class CoreOption:
     write: str | Refusal
     why: str
 
-    def refusal(self, operation: str) -> Refusal | None:
-        verdict = self.read if operation == READ else self.write
+    def refusal(self, operation: str, append: bool = False) -> Refusal | None:
+        verdict = self.verdicts(append)[operation]
         return verdict if isinstance(verdict, Refusal) else None
+
+    def verdicts(self, append: bool = False) -> dict[str, str | Refusal]:
+        """What a read and a write do with the option (of an append table: its own
+        verdicts where :data:`APPEND` has them)."""
+        found = APPEND.get(self.name) if append else None
+        read, write = (found[0], found[1]) if found else (self.read, self.write)
+        return {READ: read, WRITE: write}
 
 
 def _options(*rows: tuple[str, Parse, str | Refusal, str | Refusal, str]) -> tuple[CoreOption, ...]:
@@ -153,6 +160,10 @@ CHAIN = "chain tables (chain-table.enabled), which are refused"
 FORMAT_TABLE = "format tables (type = format-table), which are refused"
 CATALOG = "catalog and metastore metadata; the table's files are the same"
 DATA_EVOLUTION = "data-evolution tables (data-evolution.enabled), which are refused"
+CLUSTERING = (
+    "append tables' clustering compaction, which sorts their rows by columns; merge-core's compaction keeps "
+    "the written order (the same rows)"
+)
 NESTED_UPDATE = "options of Paimon's nested_update aggregate function, which merge-core does not have"
 
 # Aggregate functions of Paimon merge-core does not have (the Rust fold names the same).
@@ -207,7 +218,13 @@ OPTIONS: tuple[CoreOption, ...] = _options(
         "new keys placed as Paimon's hash bucket assigner places them; -2 postpones them (see postponed buckets)",
     ),
     ("bucket-key", _string, H, H, "the columns whose hash picks a key's bucket"),
-    ("bucket-append-ordered", _bool, A, A, "append tables only"),
+    (
+        "bucket-append-ordered",
+        _bool,
+        A,
+        A,
+        "fixed-bucket append tables: streaming readers keep a bucket's order; merge-core writes and reads it in order",
+    ),
     (
         "bucket-function.type",
         _enum("default", "mod", "hive"),
@@ -587,7 +604,7 @@ OPTIONS: tuple[CoreOption, ...] = _options(
     ("write-buffer-size", _memory, A, A, WRITER_MEMORY),
     ("write-buffer-spill.max-disk-size", _memory, A, A, WRITER_MEMORY),
     ("write-buffer-spillable", _bool, A, A, WRITER_MEMORY),
-    ("write-buffer-for-append", _bool, A, A, "append tables only"),
+    ("write-buffer-for-append", _bool, A, A, WRITER_MEMORY),
     ("write-max-writers-to-spill", _int, A, A, WRITER_MEMORY),
     ("local-sort.max-num-file-handles", _int, A, A, WRITER_MEMORY),
     ("page-size", _memory, A, A, WRITER_MEMORY),
@@ -706,9 +723,9 @@ OPTIONS: tuple[CoreOption, ...] = _options(
     ("compaction.optimization-interval", _duration, A, A, COMPACTION_TUNING),
     ("compaction.total-size-threshold", _memory, A, A, COMPACTION_TUNING),
     ("compaction.incremental-size-threshold", _memory, A, A, COMPACTION_TUNING),
-    ("compaction.min.file-num", _int, A, A, "append tables only"),
-    ("compaction.file-num-limit", _int, A, A, "append tables only"),
-    ("compaction.delete-ratio-threshold", _double, A, A, "append tables only"),
+    ("compaction.min.file-num", _int, A, A, "append tables only (see below)"),
+    ("compaction.file-num-limit", _int, A, A, "how many files Paimon's append compaction plans in one go"),
+    ("compaction.delete-ratio-threshold", _double, A, A, "append tables with deletion vectors (refused)"),
     ("sort-compaction.range-strategy", _enum("size", "quantity"), A, A, "append tables' sort compaction"),
     ("sort-compaction.local-sample.magnification", _int, A, A, "append tables' sort compaction"),
     ("force-lookup", _bool, A, A, LOOKUP),
@@ -952,15 +969,15 @@ OPTIONS: tuple[CoreOption, ...] = _options(
         if_true("data files sorted by other columns than the key"),
         "whether data files are sorted by clustering.columns",
     ),
-    ("clustering.columns", _string, A, A, "append tables (and pk-clustering-override, refused)"),
+    ("clustering.columns", _string, A, A, CLUSTERING + " (and pk-clustering-override, refused)"),
     ("sink.clustering.by-columns", _string, A, A, "an older name of clustering.columns"),
     ("clustering.strategy", _string, A, A, "see clustering.columns"),
     ("sink.clustering.strategy", _string, A, A, "an older name of clustering.strategy"),
-    ("clustering.incremental", _bool, A, A, "append tables only"),
-    ("clustering.history-partition.limit", _int, A, A, "append tables only"),
-    ("clustering.history-partition.idle-to-full-sort", _duration, A, A, "append tables only"),
-    ("clustering.incremental.optimize-write", _bool, A, A, "append tables only"),
-    ("clustering.incremental.mode", _enum("global-sort", "local-sort"), A, A, "append tables only"),
+    ("clustering.incremental", _bool, A, A, CLUSTERING),
+    ("clustering.history-partition.limit", _int, A, A, CLUSTERING),
+    ("clustering.history-partition.idle-to-full-sort", _duration, A, A, CLUSTERING),
+    ("clustering.incremental.optimize-write", _bool, A, A, CLUSTERING),
+    ("clustering.incremental.mode", _enum("global-sort", "local-sort"), A, A, CLUSTERING),
     (
         "row-tracking.enabled",
         _bool,
@@ -1081,6 +1098,27 @@ SNAPSHOT_CHOICE = frozenset(
 )
 
 
+# Options whose verdict differs on an append table (no primary key): read, write, why.
+APPEND_DV = (
+    "deletion vectors of an append table (rows a Paimon DELETE or UPDATE removed in place), which merge-core "
+    "neither reads nor writes"
+)
+NOTHING_MERGES = "an append table merges nothing: Paimon ignores the merge options of a table without a key"
+APPEND: dict[str, tuple[str | Refusal, str | Refusal, str]] = {
+    "deletion-vectors.enabled": (if_true(APPEND_DV), if_true(APPEND_DV), "deletion vectors of append tables"),
+    "deletion-vectors.merge-on-read": (A, A, "tables with deletion vectors (refused on append tables)"),
+    "merge-engine": (A, A, NOTHING_MERGES),
+    "fields.default-aggregate-function": (A, A, NOTHING_MERGES),
+    "fields.<field>.aggregate-function": (A, A, NOTHING_MERGES),
+    "sequence.field": (A, A, NOTHING_MERGES),
+    "ignore-delete": (A, H, "a write drops -U and -D rows, which an append table otherwise refuses"),
+    "ignore-update-before": (A, H, "a write drops -U rows, which an append table otherwise refuses"),
+    "target-file-size": (A, H, "compact() takes the files below target-file-size * compaction.small-file-ratio"),
+    "compaction.small-file-ratio": (A, H, "compact() takes the files below target-file-size * this ratio"),
+    "compaction.min.file-num": (A, H, "compact() takes a bucket once it has this many small files"),
+}
+
+
 def _pattern(name: str) -> re.Pattern[str]:
     """A pattern's regular expression: ``<field>`` (any placeholder) is one dotless name."""
     parts = re.split(r"(<[^>]+>)", name)
@@ -1099,14 +1137,14 @@ def lookup(key: str) -> CoreOption | None:
     return next((option for pattern, option in _PATTERNS if pattern.fullmatch(key)), None)
 
 
-def refuse(options: Mapping[str, str], operation: str, keys: Iterable[str] | None = None) -> None:
+def refuse(options: Mapping[str, str], operation: str, keys: Iterable[str] | None = None, append: bool = False) -> None:
     """Stops a read or a write (``operation``: :data:`READ` or :data:`WRITE`) of a table
     whose options ask for what merge-core does not do, naming the first such option of
-    ``keys`` (default: every option). A value Paimon would not parse is an
-    :class:`InvalidInputError` naming the option."""
+    ``keys`` (default: every option); ``append``: the table has no primary key. A value
+    Paimon would not parse is an :class:`InvalidInputError` naming the option."""
     for key in sorted(options if keys is None else keys):
         option = lookup(key)
-        refusal = option.refusal(operation) if option is not None else None
+        refusal = option.refusal(operation, append) if option is not None else None
         if refusal is not None and refusal.test(option.parse(options, key)):
             raise UnsupportedFeatureError(
                 f"merge-core does not {operation} tables with option '{key}' = '{options[key]}': {refusal.why}"
@@ -1134,7 +1172,7 @@ def check_options(schema: TableSchema) -> None:
         if key in options:
             raise InvalidInputError(f"option '{key}' names a table's columns in Paimon's DDL; give {argument}= instead")
     top_level(schema)
-    refuse(options, READ)
+    refuse(options, READ, append=not schema.primary_keys)
 
 
 def markdown() -> str:
@@ -1161,7 +1199,24 @@ def markdown() -> str:
             for op, refusal in refusals.items():
                 groups["refused"].append(f"- `{option.name}` ({refusal.when}; {op}s): {refusal.why}")
     titles = {HONOURED: "Honoured", ACCEPTED: "Accepted without effect", "refused": "Refused"}
-    return "\n\n".join(f"### {titles[group]}\n\n" + "\n".join(lines) for group, lines in groups.items()) + "\n"
+    sections = [f"### {titles[group]}\n\n" + "\n".join(lines) for group, lines in groups.items()]
+    sections.append("### On append tables (no primary key), instead\n\n" + "\n".join(_append_lines()))
+    return "\n\n".join(sections) + "\n"
+
+
+def _append_lines() -> list[str]:
+    """The options whose verdict differs on an append table, one line each."""
+    lines = []
+    for name, (read, write, why) in sorted(APPEND.items()):
+        words = []
+        for operation, verdict in ((READ, read), (WRITE, write)):
+            if isinstance(verdict, Refusal):
+                words.append(f"refused in {operation}s ({verdict.when})")
+                why = verdict.why
+            else:
+                words.append(f"{verdict} in {operation}s")
+        lines.append(f"- `{name}`: {', '.join(words)}: {why}")
+    return lines
 
 
 def _qualifier(operations: list[str], form: str) -> str:

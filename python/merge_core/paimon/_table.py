@@ -33,7 +33,7 @@ from ..errors import (
 from ..fs import Location, Store, resolve
 from ..inputs import as_stream_source, batches_of, check_threads, column_names
 from ..merge_functions import merge_spec
-from . import _alter, _binary, _hash_index, _key_order, _predicate
+from . import _alter, _append, _binary, _hash_index, _key_order, _predicate
 from ._branch import MAIN, BranchRoot, branch_root, branches, refuse_on_branch
 from ._commit import CommitMessage, Committer, summary
 from ._compact import CompactTask, compaction_tasks
@@ -94,13 +94,12 @@ class Table:
 
     def __init__(self, root: Location, schema: TableSchema) -> None:
         self._root = root
-        if not schema.primary_keys:
-            raise UnsupportedFeatureError(f"{root} is an append table: merge-core reads primary-key tables")
         self._use(schema)
 
     def _use(self, schema: TableSchema) -> None:
         """Takes ``schema`` as the table's (on opening, and after a schema change)."""
         self._schema = schema
+        self._append = _append.is_append(schema)  # no primary key: nothing merges
         self._setup: PaimonMerge = merge_from_paimon_options(schema.options)
         self._layout = Layout(schema)  # refuses options that would put files where Paimon does not
         self._planner: Planner | None = None  # the last compaction's
@@ -111,9 +110,9 @@ class Table:
         cls,
         path: str | os.PathLike[str],
         schema: pa.Schema,
-        key: str | Sequence[str],
+        key: str | Sequence[str] | None,
         partition_by: str | Sequence[str] = (),
-        buckets: int = 4,
+        buckets: int | None = None,
         merge: Any = "deduplicate",
         sequence: str | Sequence[str] | None = None,
         sequence_order: str = "ascending",
@@ -129,9 +128,14 @@ class Table:
                 ``filesystem``.
             schema: the table's columns (key and partition columns become NOT NULL).
             key: the primary key; each key has at most one row per partition.
+                ``None`` (or ``[]``) makes an append table: rows are kept as written,
+                never merged (docs/table-format.md, "Append tables").
             partition_by: columns whose values split the table into directories.
-            buckets: files per partition written by each commit; a key's bucket is
-                Paimon's hash of the key, so Paimon's writers agree on it.
+            buckets: files per partition written by each commit (default 4); a key's
+                bucket is Paimon's hash of the key, so Paimon's writers agree on it. An
+                append table's default is -1 (bucket-unaware: one bucket per
+                partition); N buckets need the option ``bucket-key``, the columns
+                whose hash picks a row's bucket.
             merge: how the versions of a key fold (as in :func:`merge_core.merge`).
             sequence: columns ordering the versions of a key (default: write order).
             sequence_order: ``"descending"`` makes a lower sequence value newer.
@@ -310,7 +314,7 @@ class Table:
             "key": self.key,
             "partition_by": self.partition_by,
             "buckets": self.buckets,
-            "merge": merge_spec(self.merge),
+            "merge": None if self._append else merge_spec(self.merge),
             "sequence": self.sequence,
             "options": self.options,
             "snapshot": ids[-1] if ids else None,
@@ -414,10 +418,12 @@ class Table:
         ``overwrite=True`` makes the write of an overwrite, as Paimon's overwrite writers
         (sequence numbers and dynamic buckets start afresh): commit its messages with
         ``commit(messages, overwrite=...)``."""
-        refuse(self._schema.options, WRITE)  # before anything is written
+        refuse(self._schema.options, WRITE, append=self._append)  # before anything is written
         if not isinstance(overwrite, bool):
             raise InvalidInputError(f"new_write takes overwrite=True or False (commit takes a spec), not {overwrite!r}")
-        if is_postponed(self._schema):
+        if self._append:
+            write = _append.AppendWrite(self._root, self._schema, row_kind, memory_limit, threads)
+        elif is_postponed(self._schema):
             _refuse_postponed_lookup(self._schema)
             write = postponed_table_write(
                 self._root, self._schema, self._setup, row_kind, memory_limit, spill_dir, threads
@@ -595,17 +601,19 @@ class Table:
         matches (a spec names some or all partition columns; a partition with no file is
         no error). Returns the snapshot and the partitions, files and stored rows
         dropped. The files stay for older snapshots and tags until ``expire``."""
-        refuse(self._schema.options, WRITE)
+        refuse(self._schema.options, WRITE, append=self._append)
         return drop_partitions(self._root, self._schema, partitions)
 
     def truncate(self) -> dict[str, int | None]:
         """Empties the table, as Paimon's ``truncateTable``: one OVERWRITE snapshot
         without any file. Returns what :meth:`drop_partitions` returns."""
-        refuse(self._schema.options, WRITE)
+        refuse(self._schema.options, WRITE, append=self._append)
         return truncate(self._root, self._schema)
 
     def delete(self, keys: Any, memory_limit: int | str = "256MiB") -> dict[str, int | None]:
         """Deletes the rows of the given keys: ``keys`` holds the primary key columns."""
+        if self._append:
+            raise _append.refuse_keyed("deleting rows by key")
         source = as_stream_source(keys)
         reader = batches_of(source)[1] if source is not None else iter(())
         schema = self.schema
@@ -635,7 +643,7 @@ class Table:
         first moves the rows waiting in its partitions' ``bucket-postpone/`` into real
         buckets, in the same commit (docs/table-format.md, "Postponed buckets")."""
         threads = check_threads(threads)
-        if is_postponed(self._schema):
+        if is_postponed(self._schema) and not self._append:
             refuse(self._schema.options, WRITE)
             _refuse_postponed_lookup(self._schema)
             compaction = PostponedCompaction(
@@ -662,12 +670,14 @@ class Table:
         """The buckets a compaction merges, one picklable task each: ``full``, every
         bucket not already one file at the top level without retracts; otherwise the
         buckets with at least ``num-sorted-run.compaction-trigger`` (5) sorted runs."""
-        refuse(self._schema.options, WRITE)
+        refuse(self._schema.options, WRITE, append=self._append)
         latest = latest_snapshot_id(self._root)
         if latest is None:
             return []
         snap = self.snapshot(latest)
         entries = live_entries(self._root, snap)
+        if self._append:
+            return _append.compaction_tasks(entries, snap.id, self._schema_of(snap), full)
         if postponed_entries(entries):
             raise UnsupportedFeatureError(
                 "the table has rows waiting in postponed buckets, which Table.compact() moves into real buckets "
@@ -681,8 +691,10 @@ class Table:
         """Runs one task of :meth:`plan_compaction`: its files merged (deletes dropped)
         into one new file at the top level; the message replaces them when committed.
         With ``threads`` > 1 the file is encoded on other threads while the merge goes on."""
-        refuse(self._schema.options, WRITE)
+        refuse(self._schema.options, WRITE, append=self._append)
         planner = self._compaction_planner(task.snapshot)
+        if isinstance(task, _append.AppendCompactTask):
+            return _append.compact_bucket(self._root, planner.schema, planner, task, threads)
         snap, schema, columns = planner.snapshot, planner.schema, planner.columns
         files = [DataFile.of(e) for e in task.entries]
         splits = planner.splits(files, None)
@@ -731,7 +743,8 @@ class Table:
     def _full_planner(self, snap: Snapshot, schema: TableSchema) -> Planner:
         """A planner of every column of ``schema`` at ``snap``."""
         columns = tuple(schema.arrow.names)
-        return Planner(self._root, snap, schema, columns, _read_columns(schema, self._setup_for(schema), list(columns)))
+        planner = _append.AppendPlanner if _append.is_append(schema) else Planner
+        return planner(self._root, snap, schema, columns, _read_columns(schema, self._setup_for(schema), list(columns)))
 
     def abort(self, messages: Sequence[CommitMessage]) -> None:
         """Removes the files of messages that will not be committed."""
@@ -823,21 +836,23 @@ class Table:
         schema = self._schema_of(snap, travels)
         wanted = _wanted(schema, columns)
         predicate = None if filter is None else _predicate.parse(filter, schema.arrow.names)
-        refuse(schema.options, READ, [key for key in schema.options if key not in SNAPSHOT_CHOICE])
+        refuse(schema.options, READ, [key for key in schema.options if key not in SNAPSHOT_CHOICE], self._append)
         chosen, dynamic_filters = _partition_filter(schema, partitions, dynamic_filter)
         files = live_files(self._root, snap) if snap else []
-        if _skips_level_zero(schema):
+        compacted_only = not self._append and _skips_level_zero(schema)  # an append table's files are all level 0
+        if compacted_only:
             files = [f for f in files if f.level > 0]
         if is_postponed(schema):  # postponed rows wait for a compaction, as in Paimon's batch scan
             files = [f for f in files if f.bucket >= 0]
         listed, skipped = files, {}
         if predicate is not None:
-            skipping = Skipping(predicate, schema, _schemas(self._root, schema), _skips_level_zero(schema))
+            each_file = self._append or compacted_only  # nothing merges: each file tested alone
+            skipping = Skipping(predicate, schema, _schemas(self._root, schema), each_file)
             files, skipped = skipping.files(files), skipping.stats
         splits = []
         if snap:
             needed = _with_filter_columns(schema, wanted, predicate)
-            planner = Planner(
+            planner = (_append.AppendPlanner if self._append else Planner)(
                 self._root, snap, schema, tuple(wanted), _read_columns(schema, self._setup_for(schema), needed)
             )
             splits = [dataclasses.replace(s, filter=predicate) for s in planner.splits(files, chosen)]
@@ -1039,6 +1054,8 @@ class Table:
             return _predicate.FilteredStream(merged, predicate, columns)  # type: ignore[return-value]
         setup = self._setup_for(schema)
         read = _read_columns(schema, setup, columns)
+        if _append.is_append(schema):
+            return _append.AppendStream(self._root, schema, splits, read, columns, batch_size, threads, stats)
         # A partition column may be null (the default partition), even in a primary key.
         read_schema = pa.schema(
             [
@@ -1165,6 +1182,8 @@ def _wanted(schema: TableSchema, columns: Sequence[str] | None) -> list[str]:
 def _read_columns(schema: TableSchema, setup: PaimonMerge, wanted: list[str]) -> list[str]:
     """The table columns a read of ``wanted`` decodes: those, the key, the sequence
     columns and every column the merge function names, in table order."""
+    if _append.is_append(schema):  # nothing merges: the columns asked for
+        return [f.name for f in schema.fields if f.name in set(wanted)]
     spec = merge_spec(setup.merge)
     named = set(spec.get("fields", {}))
     for ordering, protected in spec.get("sequence_groups", []):
@@ -1236,7 +1255,7 @@ def _create(
     schema: pa.Schema,
     key: Any,
     partition_by: Any,
-    buckets: int,
+    buckets: int | None,
     merge: Any,
     sequence: Any,
     sequence_order: str,
@@ -1247,19 +1266,25 @@ def _create(
         raise InvalidInputError(f"schema must be a pyarrow.Schema, got {type(schema).__name__}")
     keys, partitions = column_names(key, "key"), column_names(partition_by, "partition_by")
     sequences = column_names(sequence, "sequence")
-    if not keys:
-        raise InvalidInputError("a table needs a key")
     names = schema.names
     for what, cols in (("key", keys), ("partition_by", partitions), ("sequence", sequences)):
         unknown = [c for c in cols if c not in names]
         if unknown:
             raise InvalidInputError(f"{what} names columns {unknown} that the schema does not have ({names})")
-    if not isinstance(buckets, int) or isinstance(buckets, bool) or not 1 <= buckets <= 1 << 16:
-        raise InvalidInputError(f"buckets must be an integer from 1 to 65536, got {buckets!r}")
-    table_options = {**paimon_options(merge, sequences, sequence_order), "bucket": str(buckets), THIN_MODE: "true"}
+    if buckets is None:
+        buckets = 4 if keys else _append.UNAWARE
+    lowest = 1 if keys else _append.UNAWARE
+    if not isinstance(buckets, int) or isinstance(buckets, bool) or not lowest <= buckets <= 1 << 16 or buckets == 0:
+        kinds = "" if keys else " (or -1, bucket-unaware, for an append table)"
+        raise InvalidInputError(f"buckets must be an integer from 1 to 65536{kinds}, got {buckets!r}")
+    if keys:
+        table_options = {**paimon_options(merge, sequences, sequence_order), "bucket": str(buckets), THIN_MODE: "true"}
+    else:
+        _append.check_unmerged(merge, sequences)
+        table_options = {"bucket": str(buckets)}
     table_options.update({str(k): str(v) for k, v in (options or {}).items()})
     # Paimon's primary key includes the partition columns.
-    primary = [*[p for p in partitions if p not in keys], *keys]
+    primary = [*[p for p in partitions if p not in keys], *keys] if keys else []
     text = schema_json(schema, primary, partitions, table_options)
     parsed = TableSchema.parse(text, "the new schema")
     _check_definition(parsed)
@@ -1284,7 +1309,8 @@ def _check_definition(schema: TableSchema) -> None:
     Layout(schema)  # and place every file inside the table, where Paimon would
     check_options(schema)
     parquet_compression(schema.options)
-    _check_merge(schema)
+    if not _append.is_append(schema):
+        _check_merge(schema)
 
 
 def _check_merge(schema: TableSchema) -> None:

@@ -126,11 +126,41 @@ def bucket_key_within_primary_key(schema: TableSchema) -> str | None:
     if partitioned:
         return f"'bucket-key' names partition columns {partitioned}"
     outside = [k for k in keys if k not in schema.primary_keys]
-    if outside:
+    if outside and schema.primary_keys:
         return (
             f"'bucket-key' names {outside}, outside the primary key {list(schema.primary_keys)}: "
             "the versions of one key would land in different buckets and read as several rows"
         )
+    return None
+
+
+def append_buckets_keyed(schema: TableSchema) -> str | None:
+    """An append table's fixed buckets need a 'bucket-key' of atomic columns (Paimon's
+    'You should define a bucket-key for bucketed append mode')."""
+    if schema.primary_keys:
+        return None
+    bucket = _int_option(schema, "bucket", DYNAMIC_BUCKET)
+    if isinstance(bucket, str) or bucket < 1:
+        if bucket == DYNAMIC_BUCKET and "full-compaction.delta-commits" in schema.options:
+            return "a bucket-unaware append table takes no 'full-compaction.delta-commits'"
+        return None
+    keys = _bucket_key_option(schema)
+    if not keys:
+        return f"an append table with fixed buckets ('bucket' = {bucket}) needs a 'bucket-key'"
+    nested = [f.name for f in schema.fields if f.name in keys and pa.types.is_nested(f.type)]
+    if nested:
+        return f"'bucket-key' names nested columns {nested}"
+    return None
+
+
+def append_without_changelog(schema: TableSchema) -> str | None:
+    if schema.primary_keys:
+        return None
+    producer = _changelog_producer(schema)
+    if producer != "none":
+        return f"an append table (no primary key) takes no 'changelog-producer' ({producer!r})"
+    if _bool_option(schema, "streaming-read-overwrite"):
+        return "an append table takes 'streaming-read-append-overwrite', not 'streaming-read-overwrite'"
     return None
 
 
@@ -272,6 +302,8 @@ RULES: tuple[Rule, ...] = (
     primary_key_beyond_partition,
     bucket_number_valid,
     bucket_key_within_primary_key,
+    append_buckets_keyed,
+    append_without_changelog,
     sequence_columns_valid,
     field_options_name_columns,
     field_options_not_into_rows,
