@@ -147,7 +147,8 @@ ASSIGNERS = (
     "how many bucket assigners a Flink or Spark job runs; merge-core assigns with one, as pypaimon does, "
     "and every key keeps the bucket the table's HASH index gives it"
 )
-CHANGELOG_FILES = "changelog files, which no merge-core write produces (see changelog-producer)"
+CHANGELOG_FILES = "changelog files of the producers merge-core does not run (see changelog-producer)"
+CHANGELOG_PRODUCERS = ("none", "input")
 BLOB = "BLOB columns, which merge-core refuses by their type"
 CHAIN = "chain tables (chain-table.enabled), which are refused"
 FORMAT_TABLE = "format tables (type = format-table), which are refused"
@@ -313,10 +314,27 @@ OPTIONS: tuple[CoreOption, ...] = _options(
         "file indexes only let a reader skip files; merge-core writes none, which readers take as no index",
     ),
     ("file-index.<type>.<column>.<option>", _string, A, A, "see file-index.<type>.columns"),
-    ("changelog-file.prefix", _string, A, A, CHANGELOG_FILES),
-    ("changelog-file.format", _string, A, A, CHANGELOG_FILES),
-    ("changelog-file.compression", _string, A, A, CHANGELOG_FILES),
-    ("changelog-file.stats-mode", _string, A, A, CHANGELOG_FILES),
+    ("changelog-file.prefix", _string, A, H, "the name prefix of new changelog files (default changelog-)"),
+    (
+        "changelog-file.format",
+        _string,
+        A,
+        Refusal(
+            "other than parquet",
+            lambda v: v.lower() != "parquet",
+            "merge-core writes Parquet changelog files only",
+            H,
+        ),
+        "the format of new changelog files (default: file.format); changes() reads Parquet",
+    ),
+    (
+        "changelog-file.compression",
+        _string,
+        A,
+        H,
+        "the Parquet codec of new changelog files (default: file.compression)",
+    ),
+    ("changelog-file.stats-mode", _string, A, A, "statistics of changelog files, which no read skips by"),
     ("variant.shreddingSchema", _string, A, A, VARIANT),
     ("parquet.variant.shreddingSchema", _string, A, A, "an older name of variant.shreddingSchema"),
     ("variant.inferShreddingSchema", _bool, A, A, VARIANT),
@@ -531,9 +549,10 @@ OPTIONS: tuple[CoreOption, ...] = _options(
         _enum("none", "input", "full-compaction", "lookup"),
         A,
         unless(
-            ("none",), "Paimon's writers then write changelog files for streaming readers; merge-core writes none", A
+            CHANGELOG_PRODUCERS,
+            "Paimon's writers then write changelog files (lookup: by lookup compaction) that merge-core does not",
         ),
-        "changelog files serve streaming reads; a batch read does not read them",
+        "the changelog files writes (input) and compactions write for streaming reads and changes()",
     ),
     ("changelog-producer.row-deduplicate", _bool, A, A, CHANGELOG_FILES),
     ("changelog-producer.row-deduplicate-ignore-fields", _string, A, A, CHANGELOG_FILES),

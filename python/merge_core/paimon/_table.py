@@ -35,6 +35,9 @@ from ..inputs import as_stream_source, batches_of, check_threads, column_names
 from ..merge_functions import merge_spec
 from . import _alter, _binary, _hash_index, _key_order, _predicate
 from ._branch import MAIN, BranchRoot, branch_root, branches, refuse_on_branch
+from ._changelog import producer as changelog_producer
+from ._changes import ChangeStream, change_files, check_range, commit_of
+from ._changes import ordered as ordered_changes
 from ._commit import CommitMessage, Committer, summary
 from ._compact import CompactTask, compaction_tasks
 from ._core_options import READ, SNAPSHOT_CHOICE, WRITE, check_options, refuse
@@ -67,6 +70,7 @@ from ._write import (
 )
 
 READ_BATCH_ROWS = 64 * 1024
+AS_STORED = {"function": "none"}  # a read that merges nothing: each row as its file holds it
 TRAVEL_OPTIONS = (*TRAVEL_KEYS, "scan.version")
 
 
@@ -419,6 +423,10 @@ class Table:
             raise InvalidInputError(f"new_write takes overwrite=True or False (commit takes a spec), not {overwrite!r}")
         if is_postponed(self._schema):
             _refuse_postponed_lookup(self._schema)
+            if changelog_producer(self._schema.options) != "none":
+                raise UnsupportedFeatureError(
+                    "merge-core does not write a changelog ('changelog-producer') into a postponed-bucket table"
+                )
             write = postponed_table_write(
                 self._root, self._schema, self._setup, row_kind, memory_limit, spill_dir, threads
             )
@@ -916,6 +924,50 @@ class Table:
         schema = self._schema_of(self._snapshot_read(snapshot, tag, as_of), self._travels(snapshot, tag, as_of))
         return self._read([], schema, _wanted(schema, columns), 1, 1, {}).schema
 
+    def changes(
+        self,
+        start: int,
+        end: int | None = None,
+        columns: Sequence[str] | None = None,
+        batch_size: int = READ_BATCH_ROWS,
+        threads: int | None = None,
+    ) -> Stream:
+        """The changes committed after snapshot ``start`` up to snapshot ``end`` (the
+        latest by default), as Paimon's incremental read between two snapshots returns
+        them: a lazy :class:`Stream` whose first column ``_row_kind`` says what each row
+        is (``+I``, ``-U``, ``+U``, ``-D``), then ``columns`` (default: all) in the table's
+        latest schema. With ``changelog-producer`` = ``none`` the rows are those each
+        APPEND commit wrote, as written (compactions change no row); with a producer,
+        the changelog files the commits wrote. Rows are never merged: a key changed
+        twice has both changes, in commit order (docs/table-format.md, "Changes").
+
+        >>> import pyarrow as pa, merge_core as mc, tempfile
+        >>> t = mc.Table.create(tempfile.mkdtemp() + "/t", pa.schema([("k", pa.int64()), ("v", pa.string())]),
+        ...                     key="k", options={"changelog-producer": "input"})
+        >>> _ = t.write(pa.table({"k": [1, 2], "v": ["a", "b"]}))
+        >>> _ = t.write(pa.table({"k": [1, 1], "v": ["a", "A"], "op": ["-U", "+U"]}), row_kind="op")
+        >>> t.changes(1).read_all().to_pydict()
+        {'_row_kind': ['-U', '+U'], 'k': [1, 1], 'v': ['a', 'A']}
+        """
+        threads = check_threads(threads)
+        start, end = check_range(self._root, start, end)
+        schema = self._schema  # files of older schemas read in the latest, as Paimon's incremental read
+        wanted = _wanted(schema, columns)
+        types = [schema.field(k).type for k in schema.partition_keys]
+        files = ordered_changes(change_files(self._root, schema.options, start, end), types)
+        planner = Planner(
+            self._root, commit_of(self._root, end), schema, tuple(wanted), _read_columns(schema, self._setup, wanted)
+        )
+        splits = []
+        for change in files:
+            f = change.file
+            read = dataclasses.replace(planner.file_read(f, f.partition, f.bucket), deleted=None)  # rows as stored
+            values = _binary.decode(f.partition, types)
+            splits.append(Split(change.snapshot, schema.id, tuple(wanted), values, f.bucket, (Section(((read,),)),)))
+        stats = {"snapshots": end - start, "files_read": len(files)}
+        stream = self._read(splits, schema, [*wanted, VALUE_KIND], batch_size, threads, stats, merge=AS_STORED)
+        return ChangeStream(stream, wanted, dict)  # type: ignore[return-value]
+
     def tags(self) -> dict[str, int]:
         """The table's tags (by whichever writer made them): name -> snapshot id."""
         return {
@@ -1014,11 +1066,13 @@ class Table:
         stats: dict[str, int],
         predicate: _predicate.Predicate | None = None,
         key_range: tuple[pa.Array | None, pa.Array | None] | None = None,
+        merge: dict[str, Any] | None = None,
     ) -> Stream:
         """The splits' sections merged in Rust, each on its own, output in order (the
         rows for which ``predicate`` is true, if given; files read only where their
         statistics let the first key column lie in ``key_range``, which the predicate's
-        bounds on it give)."""
+        bounds on it give), by the table's merge function or ``merge`` (a spec:
+        ``{"function": "none"}`` keeps every row as stored)."""
         if not isinstance(batch_size, int) or batch_size < 1:
             raise InvalidInputError(f"batch_size must be a positive integer, got {batch_size!r}")
         if predicate is not None:
@@ -1046,7 +1100,7 @@ class Table:
             "key": list(schema.trimmed_keys),
             "sequence": list(setup.sequence),
             "descending": setup.sequence_order == "descending",
-            "merge": merge_spec(setup.merge),
+            "merge": merge_spec(setup.merge) if merge is None else merge,
             "batch_size": batch_size,
             "columns": columns,
             "threads": threads,

@@ -1,0 +1,192 @@
+"""Changes and changelog files: ``Table.changes(start, end)`` against pypaimon's streaming
+read of the same snapshots (on tables merge-core and pypaimon wrote) and against a
+plain-Python oracle of the rows each producer writes (``none``: each commit's folded
+rows; ``input``: each write's input rows, sorted by key, every row kind kept)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import merge_core as mc
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from helpers import pypaimon_commit
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+pypaimon = pytest.importorskip("pypaimon")
+
+SCHEMA = pa.schema([pa.field("k", pa.int64(), False), ("v", pa.string())])
+KINDS = ["+I", "-U", "+U", "-D"]
+
+
+def table(tmp_path: Path, options: dict[str, str], buckets: int = 2) -> mc.Table:
+    return mc.Table.create(tmp_path / "db.db" / "t", SCHEMA, key="k", buckets=buckets, options=options)
+
+
+def commit(t: mc.Table, rows: list[tuple[int, str | None, str]]) -> None:
+    data = pa.table({"k": [r[0] for r in rows], "v": [r[1] for r in rows], "op": [r[2] for r in rows]})
+    t.write(data, row_kind="op")
+
+
+def pypaimon_table(root: Path):
+    catalog = pypaimon.CatalogFactory.create({"warehouse": str(root.parent.parent)})
+    return catalog.get_table(f"{root.parent.name[:-3]}.{root.name}")
+
+
+def pypaimon_changes(root: Path, start: int, end: int) -> list[dict]:
+    """The rows pypaimon's streaming read returns for snapshots ``start + 1`` to ``end``,
+    one follow-up plan per snapshot its scanner picks (the table's changelog producer
+    decides: APPEND commits' delta files, or changelog files)."""
+    table = pypaimon_table(root)
+    builder = table.new_stream_read_builder().with_include_row_kind(True)
+    scan, read = builder.new_streaming_scan(), builder.new_read()
+    rows = []
+    for i in range(start + 1, end + 1):
+        snapshot = table.snapshot_manager().get_snapshot_by_id(i)
+        if scan.follow_up_scanner.should_scan(snapshot):
+            rows += read.to_arrow(scan._create_follow_up_plan(snapshot).splits()).to_pylist()
+    return rows
+
+
+def by_key(rows: list[dict]) -> dict[int, list[tuple]]:
+    """Each key's changes in the order given (the order between keys is the plan's)."""
+    out: dict[int, list[tuple]] = {}
+    for r in rows:
+        out.setdefault(r["k"], []).append((r["_row_kind"], r["v"]))
+    return out
+
+
+def input_oracle(commits: list[list[tuple]], ignore_update_before: bool = False) -> dict[int, list[tuple]]:
+    """changelog-producer = input: every input row, in the order written."""
+    out: dict[int, list[tuple]] = {}
+    for rows in commits:
+        for k, v, kind in rows:
+            if not (ignore_update_before and kind == "-U"):
+                out.setdefault(k, []).append((kind, v))
+    return out
+
+
+def delta_oracle(commits: list[list[tuple]]) -> dict[int, list[tuple]]:
+    """changelog-producer = none (deduplicate): each commit's newest version of a key, a
+    retract as -D (a write keeps it: it must delete the key's older rows)."""
+    out: dict[int, list[tuple]] = {}
+    for rows in commits:
+        newest = {k: (v, kind) for k, v, kind in rows}
+        for k, (v, kind) in newest.items():
+            out.setdefault(k, []).append(("-D" if kind in ("-U", "-D") else "+I", v))
+    return out
+
+
+COMMITS = [
+    [(1, "a", "+I"), (2, "b", "+I"), (3, "c", "+I")],
+    [(1, "a", "-U"), (1, "A", "+U"), (2, "b", "-D"), (4, "d", "+I")],
+    [(3, "c", "-U"), (3, "C", "+U"), (3, "C", "-U"), (3, "CC", "+U"), (5, "e", "+I")],
+]
+
+
+def test_changes_without_producer_are_the_appends_delta_rows(tmp_path):
+    t = table(tmp_path, {})
+    for rows in COMMITS[:2]:
+        commit(t, rows)
+    t.compact(full=True)  # snapshot 3, COMPACT: no changes
+    commit(t, COMMITS[2])
+    assert t.snapshot(3).commit_kind == "COMPACT"
+    changes = t.changes(0).read_all()
+    assert changes.schema.names == ["_row_kind", "k", "v"]
+    assert by_key(changes.to_pylist()) == delta_oracle(COMMITS)
+    assert by_key(changes.to_pylist()) == by_key(pypaimon_changes(t.path, 0, 4))
+    assert by_key(t.changes(1, 2).read_all().to_pylist()) == delta_oracle(COMMITS[1:2])
+    assert t.changes(2, 3).read_all().num_rows == 0
+    assert t.snapshot(4).changelog_manifest_list is None  # none writes no changelog
+
+
+def test_input_changelog_is_the_written_rows(tmp_path):
+    t = table(tmp_path, {"changelog-producer": "input"})
+    for rows in COMMITS:
+        commit(t, rows)
+    t.compact(full=True)  # no changelog: a compaction of an input table changes nothing for readers
+    snap = t.snapshot(3)
+    assert snap.changelog_manifest_list is not None
+    changes = t.changes(0).read_all().to_pylist()
+    assert by_key(changes) == input_oracle(COMMITS)
+    assert by_key(changes) == by_key(pypaimon_changes(t.path, 0, 4))
+    assert by_key(t.changes(2).read_all().to_pylist()) == input_oracle(COMMITS[2:])
+    assert t.read().read_all().sort_by("k").to_pydict() == {"k": [1, 3, 4, 5], "v": ["A", "CC", "d", "e"]}
+
+
+def test_input_changelog_in_the_snapshot_as_pypaimon_reads_it(tmp_path):
+    t = table(
+        tmp_path,
+        {"changelog-producer": "input", "changelog-file.prefix": "cl-", "changelog-file.compression": "snappy"},
+    )
+    commit(t, COMMITS[0])
+    snap = pypaimon_table(t.path).snapshot_manager().get_snapshot_by_id(1)
+    assert snap.changelog_record_count == 3 and snap.changelog_manifest_list_size > 0
+    names = sorted(p.name for p in Path(t.path).glob("bucket-*/*.parquet"))
+    changelog_files = [n for n in names if n.startswith("cl-")]
+    assert len(changelog_files) == 2 and len(names) == 4  # a data file and a changelog file per bucket
+    codec = pq.ParquetFile(next(Path(t.path).glob("bucket-*/cl-*"))).metadata.row_group(0).column(0).compression
+    assert codec == "SNAPPY"
+
+
+def test_changes_of_a_table_pypaimon_wrote(tmp_path):
+    catalog = pypaimon.CatalogFactory.create({"warehouse": str(tmp_path)})
+    catalog.create_database("db", True)
+    options = {"bucket": "2", "changelog-producer": "input", "rowkind.field": "op"}
+    schema = pa.schema([pa.field("k", pa.int64(), False), ("v", pa.string()), ("op", pa.string())])
+    catalog.create_table(
+        "db.t", pypaimon.Schema.from_pyarrow_schema(schema, primary_keys=["k"], options=options), False
+    )
+    commits = [COMMITS[0], [(1, "A", "+U"), (2, "b", "-D"), (4, "d", "+I")]]  # one version of a key per commit
+    for rows in commits:
+        pypaimon_commit(catalog.get_table("db.t"), [{"k": k, "v": v, "op": kind} for k, v, kind in rows], schema)
+    t = mc.Table.open(tmp_path / "db.db" / "t")
+    changes = t.changes(0, columns=["k", "v"]).read_all().to_pylist()
+    assert by_key(changes) == input_oracle(commits)
+    assert by_key(changes) == by_key(pypaimon_changes(t.path, 0, 2))
+
+
+def test_changes_range_is_checked(tmp_path):
+    t = table(tmp_path, {})
+    with pytest.raises(mc.errors.TableNotFoundError):
+        t.changes(0)
+    commit(t, COMMITS[0])
+    commit(t, COMMITS[1])
+    for start, end in ((0, 3), (2, 1), (-1, None), ("0", None)):
+        with pytest.raises(mc.errors.InvalidInputError):
+            t.changes(start, end)
+    assert t.changes(2).read_all().num_rows == 0
+    t.expire(keep_snapshots=1)
+    with pytest.raises(mc.errors.InvalidInputError, match="start from 1"):
+        t.changes(0)
+
+
+def test_lookup_producer_is_refused_by_name(tmp_path):
+    t = table(tmp_path, {"changelog-producer": "lookup"})
+    with pytest.raises(mc.errors.UnsupportedFeatureError, match="changelog-producer"):
+        commit(t, COMMITS[0])
+
+
+ROWS = st.lists(
+    st.tuples(st.integers(0, 5), st.none() | st.sampled_from(["x", "y"]), st.sampled_from(KINDS)),
+    min_size=1,
+    max_size=8,
+)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(commits=st.lists(ROWS, min_size=1, max_size=4), ignore_update_before=st.booleans())
+def test_input_changelog_of_random_writes(tmp_path_factory, commits, ignore_update_before):
+    options = {"changelog-producer": "input", "ignore-update-before": str(ignore_update_before).lower()}
+    t = table(tmp_path_factory.mktemp("t"), options)
+    for rows in commits:
+        commit(t, rows)
+    expected = input_oracle(commits, ignore_update_before)
+    if not t.snapshots():  # every row was a -U the table ignores: nothing was committed
+        assert expected == {}
+        return
+    changes = t.changes(0).read_all().to_pylist()
+    assert by_key(changes) == expected
+    assert by_key(changes) == by_key(pypaimon_changes(t.path, 0, t.snapshots()[-1]))
