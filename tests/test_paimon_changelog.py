@@ -190,3 +190,86 @@ def test_input_changelog_of_random_writes(tmp_path_factory, commits, ignore_upda
     changes = t.changes(0).read_all().to_pylist()
     assert by_key(changes) == expected
     assert by_key(changes) == by_key(pypaimon_changes(t.path, 0, t.snapshots()[-1]))
+
+
+def full_compaction_oracle(steps: list, row_deduplicate: bool = False) -> dict[int, list[tuple]]:
+    """changelog-producer = full-compaction on a deduplicate table: each compaction's
+    changes, per key written since the last one, between the view the last compaction
+    left (``old``) and the new one: -U/+U, -D or +I (an update to an equal value left
+    out with ``row_deduplicate``). ``steps``: lists of rows (a commit) or ``"compact"``."""
+    model: dict[int, str | None] = {}
+    old: dict[int, str | None] = {}
+    touched: list[int] = []
+    out: dict[int, list[tuple]] = {}
+    for step in steps:
+        if step == "compact":
+            for k in sorted(set(touched)):
+                if k in old and k in model and not (row_deduplicate and old[k] == model[k]):
+                    out.setdefault(k, []).extend([("-U", old[k]), ("+U", model[k])])
+                elif k in old and k not in model:
+                    out.setdefault(k, []).append(("-D", old[k]))
+                elif k in model and k not in old:
+                    out.setdefault(k, []).append(("+I", model[k]))
+            old, touched = dict(model), []
+            continue
+        for k, v, kind in step:
+            touched.append(k)
+            if kind in ("+I", "+U"):
+                model[k] = v
+            else:
+                model.pop(k, None)
+    return out
+
+
+def run(t: mc.Table, steps: list) -> None:
+    for step in steps:
+        if step == "compact":
+            t.compact(full=True)
+        else:
+            commit(t, step)
+
+
+def test_full_compaction_changelog_is_the_change_of_the_merged_view(tmp_path):
+    t = table(tmp_path, {"changelog-producer": "full-compaction"})
+    steps = [COMMITS[0], "compact", COMMITS[1], [(2, "b2", "+I"), (5, "e", "+I"), (5, "e", "-D")], "compact"]
+    run(t, steps)
+    assert [t.snapshot(i).changelog_manifest_list is None for i in t.snapshots()] == [
+        True,  # a write of a full-compaction table writes no changelog
+        False,
+        True,
+        True,
+        False,
+    ]
+    changes = t.changes(0).read_all().to_pylist()
+    assert by_key(changes) == full_compaction_oracle(steps)
+    assert by_key(changes) == by_key(pypaimon_changes(t.path, 0, 5))
+    assert by_key(changes)[1] == [("+I", "a"), ("-U", "a"), ("+U", "A")]
+    assert by_key(changes)[2] == [("+I", "b"), ("-U", "b"), ("+U", "b2")]  # deleted and added again: an update
+
+
+def test_full_compaction_changelog_with_row_deduplicate(tmp_path):
+    options = {"changelog-producer": "full-compaction", "changelog-producer.row-deduplicate": "true"}
+    t = table(tmp_path, options)
+    steps = [COMMITS[0], "compact", [(1, "a", "+U"), (2, "B", "+U")], "compact"]
+    run(t, steps)
+    changes = by_key(t.changes(2).read_all().to_pylist())
+    assert changes == {2: [("-U", "b"), ("+U", "B")]}  # key 1 was written its same value
+    assert changes == by_key(pypaimon_changes(t.path, 2, 4))
+
+
+STEPS = st.lists(ROWS | st.just("compact"), min_size=1, max_size=6)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=STEPS, row_deduplicate=st.booleans())
+def test_full_compaction_changelog_of_random_histories(tmp_path_factory, steps, row_deduplicate):
+    options = {"changelog-producer": "full-compaction", "changelog-producer.row-deduplicate": str(row_deduplicate)}
+    t = table(tmp_path_factory.mktemp("t"), options)
+    run(t, steps)
+    expected = full_compaction_oracle(steps, row_deduplicate)
+    if not t.snapshots():
+        assert expected == {}
+        return
+    changes = t.changes(0).read_all().to_pylist()
+    assert by_key(changes) == expected
+    assert by_key(changes) == by_key(pypaimon_changes(t.path, 0, t.snapshots()[-1]))

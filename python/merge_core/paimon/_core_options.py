@@ -148,7 +148,7 @@ ASSIGNERS = (
     "and every key keeps the bucket the table's HASH index gives it"
 )
 CHANGELOG_FILES = "changelog files of the producers merge-core does not run (see changelog-producer)"
-CHANGELOG_PRODUCERS = ("none", "input")
+CHANGELOG_PRODUCERS = ("none", "input", "full-compaction")
 BLOB = "BLOB columns, which merge-core refuses by their type"
 CHAIN = "chain tables (chain-table.enabled), which are refused"
 FORMAT_TABLE = "format tables (type = format-table), which are refused"
@@ -552,10 +552,22 @@ OPTIONS: tuple[CoreOption, ...] = _options(
             CHANGELOG_PRODUCERS,
             "Paimon's writers then write changelog files (lookup: by lookup compaction) that merge-core does not",
         ),
-        "the changelog files writes (input) and compactions write for streaming reads and changes()",
+        "the changelog files writes (input) and compactions (full-compaction) write for streaming reads and changes()",
     ),
-    ("changelog-producer.row-deduplicate", _bool, A, A, CHANGELOG_FILES),
-    ("changelog-producer.row-deduplicate-ignore-fields", _string, A, A, CHANGELOG_FILES),
+    (
+        "changelog-producer.row-deduplicate",
+        _bool,
+        A,
+        H,
+        "a full compaction's changelog leaves out updates that change no value",
+    ),
+    (
+        "changelog-producer.row-deduplicate-ignore-fields",
+        _string,
+        A,
+        H,
+        "columns changelog-producer.row-deduplicate does not compare",
+    ),
     ("delete.force-produce-changelog", _bool, A, A, CHANGELOG_FILES),
     (
         "write.sequence-number-init-mode",

@@ -35,11 +35,12 @@ from ..inputs import as_stream_source, batches_of, check_threads, column_names
 from ..merge_functions import merge_spec
 from . import _alter, _binary, _hash_index, _key_order, _predicate
 from ._branch import MAIN, BranchRoot, branch_root, branches, refuse_on_branch
+from ._changelog import FULL_COMPACTION, full_compaction_changes
 from ._changelog import producer as changelog_producer
 from ._changes import ChangeStream, change_files, check_range, commit_of
 from ._changes import ordered as ordered_changes
 from ._commit import CommitMessage, Committer, summary
-from ._compact import CompactTask, compaction_tasks
+from ._compact import CompactTask, compaction_tasks, top_level
 from ._core_options import READ, SNAPSHOT_CHOICE, WRITE, check_options, refuse
 from ._dv import DvUpdate, bucket_index_files
 from ._expire import expire_snapshots
@@ -688,7 +689,20 @@ class Table:
         whole = Split(snap.id, schema.id, columns, values, task.bucket, sections)
         stream = self._read([whole], schema, list(columns), READ_BATCH_ROWS, 1, {})
         lowest = min(f.min_sequence for f in files)
-        after = self._write_merged(stream, schema, task.partition, task.bucket, task.level, lowest, threads)
+        # A full-compaction table's compaction to the top level also writes what it changed.
+        merged: list[pa.RecordBatch] | None = None
+        if changelog_producer(schema.options) == FULL_COMPACTION and task.level == top_level(schema):
+            merged = []
+        after = self._write_merged(stream, schema, task.partition, task.bucket, task.level, lowest, threads, merged)
+        changelog: tuple[dict[str, Any], ...] = ()
+        if merged is not None:
+            try:
+                with Encoders(check_threads(threads)) as encoders:
+                    changelog = self._full_changelog(task, planner, files, merged, encoders)
+            except BaseException:
+                for f in after:
+                    remove_data_file(self._root, schema, task.partition, task.bucket, f)
+                raise
         before = tuple(e["_FILE"] for e in task.entries)
         dv = None
         if bool_option(schema.options, "deletion-vectors.enabled"):  # the bucket's files all go, and their vectors
@@ -696,19 +710,36 @@ class Table:
             replaced = bucket_index_files(self._root, snap, task.partition, task.bucket)
             dv = DvUpdate(task.partition, task.bucket, None, replaced, seen, bool(replaced))
         return CommitMessage(
-            task.partition, task.bucket, task.total_buckets, compact_before=before, compact_after=after, dv_index=dv
+            task.partition,
+            task.bucket,
+            task.total_buckets,
+            compact_before=before,
+            compact_after=after,
+            dv_index=dv,
+            compact_changelog=changelog,
         )
 
     def _write_merged(
-        self, stream: Stream, schema: TableSchema, partition: bytes, bucket: int, level: int, lowest: int, threads: int
+        self,
+        stream: Stream,
+        schema: TableSchema,
+        partition: bytes,
+        bucket: int,
+        level: int,
+        lowest: int,
+        threads: int,
+        merged: list[pa.RecordBatch] | None = None,
     ) -> tuple[dict[str, Any], ...]:
         """Writes merged rows as one file at ``level`` (rows without sequence numbers are
-        numbered from ``lowest``); returns its record, or nothing if no row was left."""
+        numbered from ``lowest``); returns its record, or nothing if no row was left. The
+        rows are also kept in ``merged``, if given."""
         with Encoders(check_threads(threads)) as encoders:
             writer = DataFileWriter(self._root, schema, partition, bucket, level, lowest, encoders)
             try:
                 for batch in stream:
                     writer.write(batch)
+                    if merged is not None:
+                        merged.append(batch)
                 if writer.rows == 0:  # every key deleted
                     writer.abort()
                     return ()
@@ -716,6 +747,48 @@ class Table:
             except BaseException:
                 writer.abort()
                 raise
+
+    def _full_changelog(
+        self, task: CompactTask, planner: Planner, files: list[DataFile], merged: list[pa.RecordBatch], encoders: Any
+    ) -> tuple[dict[str, Any], ...]:
+        """The changelog file of a full-compaction table's compaction of ``files`` into
+        the ``merged`` rows (none if nothing changed): see ``_changelog``."""
+        schema = planner.schema
+        top = [f for f in files if f.level == task.level]
+        keys = list(schema.trimmed_keys)
+        before = self._as_stored(planner, top)
+        touched = self._as_stored(planner, [f for f in files if f.level != task.level]).select(keys)
+        after = pa.Table.from_batches(merged, before.schema)
+        rows = full_compaction_changes(before, after, touched, keys, schema.options)
+        if rows.num_rows == 0:
+            return ()
+        first = min(f.min_sequence for f in files)
+        writer = DataFileWriter(
+            self._root, schema, task.partition, task.bucket, task.level, first, encoders, changelog=True
+        )
+        try:
+            for batch in rows.to_batches(READ_BATCH_ROWS):
+                writer.write(batch)
+            return (writer.close(),)
+        except BaseException:
+            writer.abort()
+            raise
+
+    def _as_stored(self, planner: Planner, files: list[DataFile]) -> pa.Table:
+        """The rows of ``files`` (one bucket's, all columns of ``planner``) as they hold them."""
+        schema, columns = planner.schema, planner.columns
+        splits = [
+            Split(
+                planner.snapshot.id,
+                schema.id,
+                columns,
+                (),
+                f.bucket,
+                (Section(((planner.file_read(f, f.partition, f.bucket),),)),),
+            )
+            for f in files
+        ]
+        return self._read(splits, schema, list(columns), READ_BATCH_ROWS, 1, {}, merge=AS_STORED).read_all()
 
     def _compaction_planner(self, snapshot: int) -> Planner:
         """A planner of all columns at ``snapshot``, made once for all the buckets a
