@@ -273,3 +273,90 @@ def test_full_compaction_changelog_of_random_histories(tmp_path_factory, steps, 
     changes = t.changes(0).read_all().to_pylist()
     assert by_key(changes) == expected
     assert by_key(changes) == by_key(pypaimon_changes(t.path, 0, t.snapshots()[-1]))
+
+
+def referenced_files(root: Path) -> set[str]:
+    """Every data and changelog file the kept snapshots and changelogs need, as pypaimon
+    reads their manifests (an independent reader of the metadata): a snapshot's live
+    data files and changelog files, a kept changelog's changelog files."""
+    from pypaimon.changelog.changelog_manager import ChangelogManager
+    from pypaimon.manifest.manifest_file_manager import ManifestFileManager
+    from pypaimon.manifest.manifest_list_manager import ManifestListManager
+
+    table = pypaimon_table(root)
+    lists, manifests = ManifestListManager(table), ManifestFileManager(table)
+
+    def names(metas, fold: bool) -> set[str]:
+        live: set[str] = set()
+        for meta in metas:
+            for e in manifests.read(meta.file_name):
+                (live.add if e.kind == 0 or not fold else live.discard)(e.file.file_name)
+        return live
+
+    out = set()
+    for i in mc.Table.open(root).snapshots():
+        snap = table.snapshot_manager().get_snapshot_by_id(i)
+        out |= names(lists.read_all(snap), fold=True)
+        out |= names(lists.read_changelog(snap), fold=False) if snap.changelog_manifest_list else set()
+    for changelog in ChangelogManager(table.file_io, str(root)).changelogs():
+        if changelog.changelog_manifest_list:
+            out |= names(lists.read_changelog(changelog), fold=False)
+        else:  # without a producer, a changelog's rows are its delta's added files
+            out |= {
+                n
+                for m in lists.read_delta(changelog)
+                for e in manifests.read(m.file_name)
+                if e.kind == 0
+                for n in [e.file.file_name]
+            }
+    return out
+
+
+def test_expire_keeps_the_changelogs_of_expired_snapshots(tmp_path):
+    options = {"changelog-producer": "input", "changelog.num-retained.min": "3", "changelog.num-retained.max": "3"}
+    t = table(tmp_path, options)
+    commits = [[(i, f"v{i}", "+I"), (0, f"z{i}", "+U")] for i in range(1, 6)]
+    for rows in commits:
+        commit(t, rows)
+    t.compact(full=True)  # snapshot 6: the level-0 data files leave the live set
+    before = by_key(t.changes(0).read_all().to_pylist())
+    result = t.expire(keep_snapshots=1, orphan_age=0)
+    # Snapshots 1..5 expire; their changelogs are kept, then the changelogs beyond the
+    # newest 3 snapshots (4, 5, 6) expire: 1, 2 and 3 go, 4 and 5 stay.
+    assert result["snapshots_removed"] == 5 and result["changelogs_removed"] == 3
+    root = Path(t.path)
+    assert sorted(p.name for p in (root / "changelog").glob("changelog-*")) == ["changelog-4", "changelog-5"]
+    assert (root / "changelog" / "LATEST").read_text() == "5" and (root / "changelog" / "EARLIEST").read_text() == "4"
+    assert by_key(t.changes(3).read_all().to_pylist()) == input_oracle(commits[3:])
+    with pytest.raises(mc.errors.InvalidInputError):
+        t.changes(2)
+    assert before == input_oracle(commits)
+    # Nothing a kept snapshot or changelog names went; the level-0 data files did.
+    on_disk = {p.name for p in root.glob("bucket-*/*.parquet")}
+    assert on_disk == referenced_files(root)
+    assert sum(p.startswith("changelog-") for p in on_disk) == 2 * 2  # changelogs 4 and 5, 2 buckets each
+    assert t.read().read_all().sort_by("k").to_pydict()["k"] == [0, 1, 2, 3, 4, 5]
+
+
+def test_expire_without_decoupled_changelogs_keeps_none(tmp_path):
+    t = table(tmp_path, {"changelog-producer": "input"})
+    for rows in COMMITS:
+        commit(t, rows)
+    assert t.expire(keep_snapshots=1, orphan_age=0)["changelogs_removed"] == 0
+    assert not (Path(t.path) / "changelog").exists()
+    assert by_key(t.changes(2).read_all().to_pylist()) == input_oracle(COMMITS[2:])
+
+
+def test_expire_keeps_the_delta_files_of_kept_changelogs_without_a_producer(tmp_path):
+    t = table(tmp_path, {"changelog.num-retained.min": "3", "changelog.num-retained.max": "3"})
+    commits = [[(i, f"v{i}", "+I"), (0, f"z{i}", "+U")] for i in range(1, 6)]
+    for rows in commits:
+        commit(t, rows)
+    t.compact(full=True)
+    names = {i: {Path(f["path"]).name for f in t.files(i)} for i in t.snapshots()}
+    added = {i: names[i] - names.get(i - 1, set()) for i in range(1, 6)}
+    t.expire(keep_snapshots=1, orphan_age=0)
+    root = Path(t.path)
+    assert by_key(t.changes(3).read_all().to_pylist()) == delta_oracle(commits[3:])
+    on_disk = {p.name for p in root.glob("bucket-*/*.parquet")}
+    assert on_disk == referenced_files(root) == names[6] | added[4] | added[5]  # commits 1 to 3's files went

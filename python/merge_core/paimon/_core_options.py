@@ -134,7 +134,9 @@ WRITER_MEMORY = "a writer's buffers and spilling; merge-core's writes take memor
 LOOKUP = "lookup joins and lookup compaction; neither changes what a batch read returns"
 EXPIRY = "when snapshots, changelogs or tags expire; no rows of a kept snapshot change"
 EXPIRED = "which snapshots expire() removes, as Paimon's expiry decides (merge-core's commits expire none)"
-CHANGELOG_EXPIRY = "changelogs kept apart from their snapshots; expire() refuses such tables (writes need not)"
+CHANGELOG_EXPIRY = (
+    "which changelogs expire() keeps as changelog/changelog-N once their snapshots expire, as Paimon's expiry does"
+)
 TAGS = "tags Paimon's commits create on a schedule; merge-core's commits create none"
 INDEX_SEARCH = "global and primary-key indexes serve searches; a batch read does not use them"
 VARIANT = "VARIANT columns, which merge-core refuses by their type"
@@ -929,9 +931,9 @@ OPTIONS: tuple[CoreOption, ...] = _options(
     ("snapshot.expire.execution-mode", _enum("sync", "async"), A, A, EXPIRY),
     ("snapshot.clean-empty-directories", _bool, A, H, "expire() removes the directories it leaves empty"),
     ("snapshot.expire.clean-empty-directories", _bool, A, A, "an older name of snapshot.clean-empty-directories"),
-    ("changelog.num-retained.min", _int, A, A, CHANGELOG_EXPIRY),
-    ("changelog.num-retained.max", _int, A, A, CHANGELOG_EXPIRY),
-    ("changelog.time-retained", _duration, A, A, CHANGELOG_EXPIRY),
+    ("changelog.num-retained.min", _int, A, H, CHANGELOG_EXPIRY),
+    ("changelog.num-retained.max", _int, A, H, CHANGELOG_EXPIRY),
+    ("changelog.time-retained", _duration, A, H, CHANGELOG_EXPIRY),
     ("snapshot.watermark-idle-timeout", _duration, A, A, STREAMING),
     ("tag.automatic-creation", _enum("none", "process-time", "watermark", "batch"), A, A, TAGS),
     ("tag.create-success-file", _bool, A, A, TAGS),

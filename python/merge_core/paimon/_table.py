@@ -821,7 +821,10 @@ class Table:
         snapshot beyond ``snapshot.num-retained.max``, and those beyond the newest
         ``snapshot.num-retained.min`` (10) older than ``snapshot.time-retained`` (1 h), at
         most ``snapshot.expire.limit`` (50) a call, never one a consumer still reads.
-        ``keep_snapshots=N`` keeps exactly the newest N instead.
+        ``keep_snapshots=N`` keeps exactly the newest N instead. A table that keeps
+        changelogs longer (``changelog.num-retained.*``, ``changelog.time-retained``)
+        keeps each expiring snapshot's changelog as ``changelog/changelog-N``, read by
+        :meth:`changes`, and expires those by the changelog options, as Paimon does.
 
         Files are kept while a kept snapshot, a tag, a branch or a kept changelog names
         them; files only expired snapshots named go at once, and files nothing names (a
