@@ -360,3 +360,15 @@ def test_expire_keeps_the_delta_files_of_kept_changelogs_without_a_producer(tmp_
     assert by_key(t.changes(3).read_all().to_pylist()) == delta_oracle(commits[3:])
     on_disk = {p.name for p in root.glob("bucket-*/*.parquet")}
     assert on_disk == referenced_files(root) == names[6] | added[4] | added[5]  # commits 1 to 3's files went
+
+
+def test_an_overwrite_commits_no_changelog(tmp_path):
+    """As Paimon's overwrite ("Overwrite mode currently does not commit any changelog"):
+    the write's changelog files go, and changes() skips the OVERWRITE snapshot."""
+    t = table(tmp_path, {"changelog-producer": "input"})
+    commit(t, COMMITS[0])
+    t.write(pa.table({"k": [7], "v": ["g"]}), overwrite=True)
+    assert t.snapshot(2).commit_kind == "OVERWRITE" and t.snapshot(2).changelog_manifest_list is None
+    assert by_key(t.changes(0).read_all().to_pylist()) == input_oracle(COMMITS[:1])
+    on_disk = {p.name for p in Path(t.path).glob("bucket-*/*.parquet")}
+    assert on_disk == referenced_files(Path(t.path))
