@@ -417,3 +417,15 @@ def test_input_changelog_orders_a_keys_rows_as_the_write_sorts_them(tmp_path):
     assert changes == {"_row_kind": ["+I"] * 4, "k": [1, 1, 1, 2], "v": [None, "a", "c", "x"], "ts": [2, 5, 5, 1]}
     assert changes == pa.Table.from_pylist(pypaimon_changes(t.path, 0, 1)).select(list(changes)).to_pydict()
     assert t.read().read_all().to_pydict() == {"k": [1, 2], "v": ["c", "x"], "ts": [5, 1]}
+
+
+def test_changes_of_postponed_rows_are_refused_by_name(tmp_path):
+    """A postponed-bucket table's writes wait in bucket-postpone/ unsorted: changes() says
+    so rather than take the file for a damaged one; the compaction's rows it reads."""
+    options = {"bucket": "-2", "postpone.batch-write-fixed-bucket": "false"}
+    t = mc.Table.create(tmp_path / "db.db" / "t", SCHEMA, key="k", options=options)
+    t.write(pa.table({"k": [3, 1, 2], "v": ["c", "a", "b"]}))
+    with pytest.raises(mc.errors.UnsupportedFeatureError, match="postponed buckets"):
+        t.changes(0)
+    t.compact()
+    assert t.changes(1).read_all().num_rows == 0  # a COMPACT commit: no changes without a producer

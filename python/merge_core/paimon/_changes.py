@@ -17,13 +17,13 @@ manifest order, so the changes of one key come in the order they were committed.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 
-from ..errors import CorruptTableError, InvalidInputError, TableNotFoundError
+from ..errors import CorruptTableError, InvalidInputError, TableNotFoundError, UnsupportedFeatureError
 from ..fs import Location
 from . import _binary, _key_order
 from ._changelog import producer
@@ -94,6 +94,11 @@ def change_files(root: Location, options: dict[str, str], start: int, end: int) 
             listing = snap.delta_manifest_list if snap.commit_kind == "APPEND" else None
         if listing:
             files = [DataFile.of(e) for e in _added(root, paths, listing)]
+            if any(f.bucket < 0 for f in files):
+                raise UnsupportedFeatureError(
+                    f"snapshot {snapshot_id} wrote rows into postponed buckets (bucket-postpone/, in the order "
+                    "given, not sorted): merge-core does not read them as changes"
+                )
             out += [ChangeFile(snapshot_id, f) for f in files]
     return out
 
@@ -127,10 +132,9 @@ class ChangeStream:
     :class:`merge_core.Stream` in all it offers (``schema``, ``stats``, iteration,
     ``read_all``, the Arrow C stream)."""
 
-    def __init__(self, stream: Any, columns: list[str], stats: Callable[[], dict[str, int]]):
+    def __init__(self, stream: Any, columns: list[str]):
         self._stream = stream
         self._columns = columns
-        self._stats = stats
         self._names = pa.array(KIND_NAMES)
         fields = [stream.schema.field(c) for c in columns]
         self.schema = pa.schema([pa.field(ROW_KIND, pa.string(), False), *fields])
@@ -138,7 +142,8 @@ class ChangeStream:
 
     @property
     def stats(self) -> dict[str, int]:
-        return {**self._stream.stats, **self._stats()}
+        """The read's: ``snapshots`` (in the range) and ``files_read``, among others."""
+        return self._stream.stats
 
     def _converted(self) -> Iterator[pa.RecordBatch]:
         for batch in self._stream:

@@ -1042,7 +1042,7 @@ class Table:
             splits.append(Split(change.snapshot, schema.id, tuple(wanted), values, f.bucket, (Section(((read,),)),)))
         stats = {"snapshots": end - start, "files_read": len(files)}
         stream = self._read(splits, schema, [*wanted, VALUE_KIND], batch_size, threads, stats, merge=AS_STORED)
-        return ChangeStream(stream, wanted, dict)  # type: ignore[return-value]
+        return ChangeStream(stream, wanted)  # type: ignore[return-value]
 
     def tags(self) -> dict[str, int]:
         """The table's tags (by whichever writer made them): name -> snapshot id."""

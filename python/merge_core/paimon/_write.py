@@ -193,7 +193,7 @@ class TableWrite:
             with Encoders(self.threads, self._encode_memory) as encoders:
                 messages = _FileCutter(self, encoders).cut(self._buffer.finish())
                 if self._changelog is not None:
-                    messages = self._with_changelog(messages, encoders)
+                    messages = self._with_changelog(self._changelog, messages, encoders)
         except ValueError as e:
             raise as_invalid_input(e) from e
         finally:
@@ -203,11 +203,12 @@ class TableWrite:
             messages = self.level_zero_compaction(messages, self.overwrite)
         return self.stamped(messages)
 
-    def _with_changelog(self, messages: list[CommitMessage], encoders: Encoders) -> list[CommitMessage]:
+    def _with_changelog(
+        self, changelog: InputChangelog, messages: list[CommitMessage], encoders: Encoders
+    ) -> list[CommitMessage]:
         """The messages with their bucket's changelog file (changelog-producer = input);
         a bucket whose rows all folded away gets a message of its changelog alone. If the
         changelog fails, the data files go too."""
-        assert self._changelog is not None
         first = self.next_sequences()
         totals: dict[tuple[bytes, int], int] = {}
 
@@ -224,7 +225,7 @@ class TableWrite:
             remove_data_file(self.root, self.schema, partition, bucket, f)
 
         try:
-            files = self._changelog.write_files(GROUP, group_boundaries, file_for, remove)
+            files = changelog.write_files(GROUP, group_boundaries, file_for, remove)
         except BaseException:
             for m in messages:
                 for f in m.data_files():
