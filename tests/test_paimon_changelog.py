@@ -429,3 +429,11 @@ def test_changes_of_postponed_rows_are_refused_by_name(tmp_path):
         t.changes(0)
     t.compact()
     assert t.changes(1).read_all().num_rows == 0  # a COMPACT commit: no changes without a producer
+
+
+def test_a_changelog_producer_on_a_postponed_table_is_refused_by_name(tmp_path):
+    options = {"bucket": "-2", "changelog-producer": "full-compaction"}
+    t = mc.Table.create(tmp_path / "db.db" / "t", SCHEMA, key="k", options=options)
+    for act in (lambda: t.write(pa.table({"k": [1], "v": ["a"]})), t.compact):
+        with pytest.raises(mc.errors.UnsupportedFeatureError, match="postponed-bucket"):
+            act()

@@ -424,10 +424,7 @@ class Table:
             raise InvalidInputError(f"new_write takes overwrite=True or False (commit takes a spec), not {overwrite!r}")
         if is_postponed(self._schema):
             _refuse_postponed_lookup(self._schema)
-            if changelog_producer(self._schema.options) != "none":
-                raise UnsupportedFeatureError(
-                    "merge-core does not write a changelog ('changelog-producer') into a postponed-bucket table"
-                )
+            _refuse_postponed_changelog(self._schema)
             write = postponed_table_write(
                 self._root, self._schema, self._setup, row_kind, memory_limit, spill_dir, threads
             )
@@ -636,6 +633,7 @@ class Table:
         if is_postponed(self._schema):
             refuse(self._schema.options, WRITE)
             _refuse_postponed_lookup(self._schema)
+            _refuse_postponed_changelog(self._schema)
             compaction = PostponedCompaction(
                 self._root, self._schema, self._setup, self.compact_bucket, self.commit, self.abort
             )
@@ -1184,6 +1182,15 @@ class Table:
             "key_range": key_range,
         }
         return _native.read_paimon(read_schema, sections, options)
+
+
+def _refuse_postponed_changelog(schema: TableSchema) -> None:
+    """merge-core writes no changelog into a postponed-bucket table (its writes nor the
+    compaction that moves its rows into buckets)."""
+    if changelog_producer(schema.options) != "none":
+        raise UnsupportedFeatureError(
+            "merge-core does not write a changelog ('changelog-producer') into a postponed-bucket table"
+        )
 
 
 def _with_filter_columns(
