@@ -437,3 +437,12 @@ def test_a_changelog_producer_on_a_postponed_table_is_refused_by_name(tmp_path):
     for act in (lambda: t.write(pa.table({"k": [1], "v": ["a"]})), t.compact):
         with pytest.raises(mc.errors.UnsupportedFeatureError, match="postponed-bucket"):
             act()
+
+
+def test_expire_removes_changelog_files_of_the_tables_own_prefix(tmp_path):
+    t = table(tmp_path, {"changelog-producer": "input", "changelog-file.prefix": "cl-"})
+    for rows in COMMITS:
+        commit(t, rows)
+    t.expire(keep_snapshots=1, orphan_age=0)
+    on_disk = {p.name for p in Path(t.path).glob("bucket-*/*.parquet")}
+    assert on_disk == referenced_files(Path(t.path))  # the expired snapshots' cl- files went

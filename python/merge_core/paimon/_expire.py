@@ -122,7 +122,7 @@ def expire_snapshots(
         references.add_expired(snap)
     for changelog in expired_changelogs:
         references.add_expired(changelog, root / "changelog" / f"changelog-{changelog.id}")
-    candidates = list(_candidates(root))
+    candidates = list(_candidates(root, options.get("changelog-file.prefix", "changelog-")))
     references.check_layout(candidates)
     try:
         for snap in expired:
@@ -399,10 +399,12 @@ def _remove_unused(
     return removed
 
 
-def _candidates(root: Location) -> Iterator[tuple[Any, str]]:
+def _candidates(root: Location, changelog_prefix: str = "changelog-") -> Iterator[tuple[Any, str]]:
     """The files an expire may remove: the metadata directories' files, and Paimon's
-    files in bucket directories (``data-``, ``changelog-``, ``index-``) wherever those
-    sit below the root (partition directories, ``bucket-postpone``, a path directory)."""
+    files in bucket directories (``data-``, ``changelog-`` or the table's
+    ``changelog-file.prefix``, ``index-``) wherever those sit below the root (partition
+    directories, ``bucket-postpone``, a path directory)."""
+    prefixes = (*DATA_FILE_PREFIXES, changelog_prefix) if changelog_prefix else DATA_FILE_PREFIXES
     store = root.store
     for directory in ("manifest", "index", "statistics"):
         for info in store.listing((root / directory).path):
@@ -413,7 +415,7 @@ def _candidates(root: Location) -> Iterator[tuple[Any, str]]:
             continue
         for found in store.listing(info.path, recursive=True):
             parent = found.path.rpartition("/")[0].rpartition("/")[2]
-            if found.is_file and parent.startswith("bucket-") and found.base_name.startswith(DATA_FILE_PREFIXES):
+            if found.is_file and parent.startswith("bucket-") and found.base_name.startswith(prefixes):
                 yield found, "files_removed"
     for info in store.listing((root / "snapshot").path):
         if info.is_file and info.base_name.endswith(".tmp"):
