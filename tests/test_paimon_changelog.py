@@ -446,3 +446,22 @@ def test_expire_removes_changelog_files_of_the_tables_own_prefix(tmp_path):
     t.expire(keep_snapshots=1, orphan_age=0)
     on_disk = {p.name for p in Path(t.path).glob("bucket-*/*.parquet")}
     assert on_disk == referenced_files(Path(t.path))  # the expired snapshots' cl- files went
+
+
+def test_input_changelog_of_a_deletion_vector_table(tmp_path):
+    """Writes to a deletion-vector table are compacted by lookup before they commit; their
+    changelog is still the input rows, in the APPEND snapshot. Two writes of one bucket
+    committed together (a Spark job's tasks) are compacted again, together: both
+    changelogs stay."""
+    t = table(tmp_path, {"changelog-producer": "input", "deletion-vectors.enabled": "true"}, buckets=1)
+    commit(t, COMMITS[0])
+    writes = []
+    for rows in COMMITS[1:]:
+        with t.new_write(row_kind="op") as w:
+            w.write(pa.table({"k": [r[0] for r in rows], "v": [r[1] for r in rows], "op": [r[2] for r in rows]}))
+            writes += w.prepare_commit()
+    t.commit(writes)
+    changes = by_key(t.changes(0).read_all().to_pylist())
+    assert changes == input_oracle(COMMITS)
+    assert changes == by_key(pypaimon_changes(t.path, 0, t.snapshots()[-1]))
+    assert {p.name for p in Path(t.path).glob("bucket-*/*.parquet")} == referenced_files(Path(t.path))

@@ -483,8 +483,8 @@ class Table:
         for m in again:
             # An overwrite's compacted files are its only copy of the rows: compacted again as new ones.
             files = tuple({**f, "_LEVEL": 0} for f in m.new_files) if overwrite else m.new_files
-            if not overwrite:
-                self.abort([dataclasses.replace(m, new_files=())])  # the compaction's file and vectors
+            if not overwrite:  # the compaction's file and vectors
+                self.abort([dataclasses.replace(m, new_files=(), changelog_files=())])
             first = combined.get((m.partition, m.bucket))
             combined[(m.partition, m.bucket)] = CommitMessage(
                 m.partition,
@@ -492,6 +492,7 @@ class Table:
                 m.total_buckets,
                 (*(first.new_files if first else ()), *files),
                 overwrite=overwrite,
+                changelog_files=(*(first.changelog_files if first else ()), *m.changelog_files),
             )
         kept = [m for m in messages if (m.partition, m.bucket) not in shared]
         return kept + self._compact_level_zero(list(combined.values()), overwrite)
@@ -545,7 +546,7 @@ class Table:
             return committer.commit(messages)
         except BaseException:
             if committer is not None and committer.appended:  # the appended files stay: a later compaction takes them
-                messages = [dataclasses.replace(m, new_files=(), hash_index=None) for m in messages]
+                messages = [dataclasses.replace(m, new_files=(), changelog_files=(), hash_index=None) for m in messages]
             self.abort(messages)
             raise
 
