@@ -528,7 +528,7 @@ def test_what_merge_core_does_not_do_has_an_exit_status_of_its_own(tmp_path):
     write (a changelog producer here) is neither that nor a failure: 3, naming the option."""
     pq.write_table(pa.table({"id": [1], "v": ["a"]}), tmp_path / "a.parquet")
     lake, data = str(tmp_path / "lake"), str(tmp_path / "a.parquet")
-    options = ["--option", "changelog-producer=input"]
+    options = ["--option", "changelog-producer=lookup"]
     created = run("table", "create", lake, "--like", data, "-k", "id", *options)
     assert created.returncode == 0, created.stderr
     written = run("table", "write", lake, data)

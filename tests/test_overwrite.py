@@ -334,7 +334,7 @@ def test_drop_partitions_refuses_what_paimon_would(tmp_path):
         flat.drop_partitions([{"day": "d1"}])
     assert table.snapshots() == [1]
     # A table merge-core does not write is not dropped from or truncated either.
-    changelog = create(tmp_path / "db.db" / "changelog", **{"changelog-producer": "input"})
+    changelog = create(tmp_path / "db.db" / "changelog", **{"changelog-producer": "lookup"})
     for drop in (lambda: changelog.drop_partitions([{"day": "d1"}]), changelog.truncate):
         with pytest.raises(mc.UnsupportedFeatureError, match="changelog-producer"):
             drop()

@@ -10,6 +10,10 @@ the new latest snapshot: an append always can; a compaction only if the files it
 replaced are all still live, else :class:`CommitConflictError`. Files of a commit that
 did not land are removed; ``LATEST`` and ``EARLIEST`` are hints, as in Paimon.
 
+Changelog files (``changelog-producer``: a write's, a compaction's) go into a changelog
+manifest of their own, named by the snapshot's ``changelogManifestList``, their rows
+counted in ``changelogRecordCount``.
+
 A write to a dynamic-bucket table also brings new HASH index files: the commit writes
 a new index manifest naming them in place of their buckets' old ones (``_hash_index``),
 refused as a conflict if another writer changed the partition's HASH files meanwhile.
@@ -145,17 +149,26 @@ class CommitMessage:
     hash_index: HashIndexUpdate | None = None
     dv_index: DvUpdate | None = None
     overwrite: bool = False  # written for an overwrite: committed only by one (``_overwrite``)
+    changelog_files: tuple[dict[str, Any], ...] = ()  # a write's changelog (changelog-producer = input)
+    compact_changelog: tuple[dict[str, Any], ...] = ()  # a compaction's (full-compaction)
 
     @property
     def is_compaction(self) -> bool:
-        return bool(self.compact_before or self.compact_after)
+        return bool(self.compact_before or self.compact_after or self.compact_changelog)
 
     def data_files(self) -> list[dict[str, Any]]:
         """The files this message adds (removed again if its commit fails)."""
-        return [*self.new_files, *self.compact_after]
+        return [*self.new_files, *self.compact_after, *self.changelog_files, *self.compact_changelog]
 
     def append_entries(self) -> list[dict[str, Any]]:
         return [self._entry(ADD, f) for f in self.new_files]
+
+    def changelog_entries(self) -> list[dict[str, Any]]:
+        """The write's changelog files, as entries of the snapshot's changelog manifest."""
+        return [self._entry(ADD, f) for f in self.changelog_files]
+
+    def compact_changelog_entries(self) -> list[dict[str, Any]]:
+        return [self._entry(ADD, f) for f in self.compact_changelog]
 
     def compact_entries(self) -> list[dict[str, Any]]:
         return [
@@ -181,6 +194,7 @@ class Changes:
 
     entries: list[dict[str, Any]]
     index: list[dict[str, Any]] | None = None
+    changelog: list[dict[str, Any]] = field(default_factory=list)  # the changelog manifest's entries
 
 
 # The changes of a commit, given each attempt's latest snapshot and its live entries.
@@ -231,21 +245,26 @@ class Committer:
         their files stay: a later compaction takes them)."""
         last = None
         appends = [e for m in messages for e in m.append_entries()]
+        changelog = [e for m in messages for e in m.changelog_entries()]
         index = [m.hash_index for m in messages if m.hash_index is not None]
         dv = [m.dv_index for m in messages if m.dv_index is not None]
 
         def append(latest: Snapshot | None, live: list[dict[str, Any]]) -> Changes:
             # A write compacted by lookup lands only if its compaction can follow it.
             _dv.check_unchanged(_hash_index.index_entries(self.root, latest) if dv else [], live, dv)
-            return Changes(appends, self._hash_updates(latest, index))
+            return Changes(appends, self._hash_updates(latest, index), changelog)
 
-        if appends or index:
+        if appends or changelog or index:
             last = self.commit_changes("APPEND", append)
         self.appended = last is not None
         compactions = [e for m in messages for e in m.compact_entries()]
-        if compactions or dv:
+        compact_changelog = [e for m in messages for e in m.compact_changelog_entries()]
+        if compactions or compact_changelog or dv:
             last = self.commit_changes(
-                "COMPACT", lambda latest, live: Changes(compactions, _dv.updated_entries(self.root, latest, live, dv))
+                "COMPACT",
+                lambda latest, live: Changes(
+                    compactions, _dv.updated_entries(self.root, latest, live, dv), compact_changelog
+                ),
             )
         return last
 
@@ -299,6 +318,9 @@ class Committer:
         base_list, base_size = self._manifest_list(base_metas, attempt)
         delta_list, delta_size = self._manifest_list([delta_meta], attempt)
         index_manifest = self._index_manifest(latest, change.index, attempt)
+        changelog_list, changelog_size = None, None
+        if change.changelog:
+            changelog_list, changelog_size = self._manifest_list([self._manifest(change.changelog, attempt)], attempt)
         added = sum(e["_FILE"]["_ROW_COUNT"] for e in entries if e["_KIND"] == ADD)
         deleted = sum(e["_FILE"]["_ROW_COUNT"] for e in entries if e["_KIND"] == DELETE)
         snapshot_id = 1 if latest is None else latest.id + 1
@@ -310,7 +332,8 @@ class Committer:
             "baseManifestListSize": base_size,
             "deltaManifestList": delta_list,
             "deltaManifestListSize": delta_size,
-            "changelogManifestList": None,
+            "changelogManifestList": changelog_list,
+            **({"changelogManifestListSize": changelog_size} if changelog_list else {}),
             **({"indexManifest": index_manifest} if index_manifest else {}),
             "commitUser": self.commit_user,
             "commitIdentifier": BATCH_COMMIT_IDENTIFIER,
@@ -319,7 +342,7 @@ class Committer:
             "logOffsets": {},
             "totalRecordCount": (latest.total_record_count if latest else 0) + added - deleted,
             "deltaRecordCount": added - deleted,
-            "changelogRecordCount": 0,
+            "changelogRecordCount": sum(e["_FILE"]["_ROW_COUNT"] for e in change.changelog),
         }
         return snapshot_id if self._claim(snapshot_id, json.dumps(document, indent=2)) else None
 

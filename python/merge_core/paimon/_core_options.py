@@ -141,7 +141,9 @@ WRITER_MEMORY = "a writer's buffers and spilling; merge-core's writes take memor
 LOOKUP = "lookup joins and lookup compaction; neither changes what a batch read returns"
 EXPIRY = "when snapshots, changelogs or tags expire; no rows of a kept snapshot change"
 EXPIRED = "which snapshots expire() removes, as Paimon's expiry decides (merge-core's commits expire none)"
-CHANGELOG_EXPIRY = "changelogs kept apart from their snapshots; expire() refuses such tables (writes need not)"
+CHANGELOG_EXPIRY = (
+    "which changelogs expire() keeps as changelog/changelog-N once their snapshots expire, as Paimon's expiry does"
+)
 TAGS = "tags Paimon's commits create on a schedule; merge-core's commits create none"
 INDEX_SEARCH = "global and primary-key indexes serve searches; a batch read does not use them"
 VARIANT = "VARIANT columns, which merge-core refuses by their type"
@@ -154,7 +156,8 @@ ASSIGNERS = (
     "how many bucket assigners a Flink or Spark job runs; merge-core assigns with one, as pypaimon does, "
     "and every key keeps the bucket the table's HASH index gives it"
 )
-CHANGELOG_FILES = "changelog files, which no merge-core write produces (see changelog-producer)"
+CHANGELOG_FILES = "changelog files of the producers merge-core does not run (see changelog-producer)"
+CHANGELOG_PRODUCERS = ("none", "input", "full-compaction")
 BLOB = "BLOB columns, which merge-core refuses by their type"
 CHAIN = "chain tables (chain-table.enabled), which are refused"
 FORMAT_TABLE = "format tables (type = format-table), which are refused"
@@ -330,10 +333,27 @@ OPTIONS: tuple[CoreOption, ...] = _options(
         "file indexes only let a reader skip files; merge-core writes none, which readers take as no index",
     ),
     ("file-index.<type>.<column>.<option>", _string, A, A, "see file-index.<type>.columns"),
-    ("changelog-file.prefix", _string, A, A, CHANGELOG_FILES),
-    ("changelog-file.format", _string, A, A, CHANGELOG_FILES),
-    ("changelog-file.compression", _string, A, A, CHANGELOG_FILES),
-    ("changelog-file.stats-mode", _string, A, A, CHANGELOG_FILES),
+    ("changelog-file.prefix", _string, A, H, "the name prefix of new changelog files (default changelog-)"),
+    (
+        "changelog-file.format",
+        _string,
+        A,
+        Refusal(
+            "other than parquet",
+            lambda v: v.lower() != "parquet",
+            "merge-core writes Parquet changelog files only",
+            H,
+        ),
+        "the format of new changelog files (default: file.format); changes() reads Parquet",
+    ),
+    (
+        "changelog-file.compression",
+        _string,
+        A,
+        H,
+        "the Parquet codec of new changelog files (default: file.compression)",
+    ),
+    ("changelog-file.stats-mode", _string, A, A, "statistics of changelog files, which no read skips by"),
     ("variant.shreddingSchema", _string, A, A, VARIANT),
     ("parquet.variant.shreddingSchema", _string, A, A, "an older name of variant.shreddingSchema"),
     ("variant.inferShreddingSchema", _bool, A, A, VARIANT),
@@ -548,12 +568,25 @@ OPTIONS: tuple[CoreOption, ...] = _options(
         _enum("none", "input", "full-compaction", "lookup"),
         A,
         unless(
-            ("none",), "Paimon's writers then write changelog files for streaming readers; merge-core writes none", A
+            CHANGELOG_PRODUCERS,
+            "Paimon's writers then write changelog files (lookup: by lookup compaction) that merge-core does not",
         ),
-        "changelog files serve streaming reads; a batch read does not read them",
+        "the changelog files writes (input) and compactions (full-compaction) write for streaming reads and changes()",
     ),
-    ("changelog-producer.row-deduplicate", _bool, A, A, CHANGELOG_FILES),
-    ("changelog-producer.row-deduplicate-ignore-fields", _string, A, A, CHANGELOG_FILES),
+    (
+        "changelog-producer.row-deduplicate",
+        _bool,
+        A,
+        H,
+        "a full compaction's changelog leaves out updates that change no value",
+    ),
+    (
+        "changelog-producer.row-deduplicate-ignore-fields",
+        _string,
+        A,
+        H,
+        "columns changelog-producer.row-deduplicate does not compare",
+    ),
     ("delete.force-produce-changelog", _bool, A, A, CHANGELOG_FILES),
     (
         "write.sequence-number-init-mode",
@@ -915,9 +948,9 @@ OPTIONS: tuple[CoreOption, ...] = _options(
     ("snapshot.expire.execution-mode", _enum("sync", "async"), A, A, EXPIRY),
     ("snapshot.clean-empty-directories", _bool, A, H, "expire() removes the directories it leaves empty"),
     ("snapshot.expire.clean-empty-directories", _bool, A, A, "an older name of snapshot.clean-empty-directories"),
-    ("changelog.num-retained.min", _int, A, A, CHANGELOG_EXPIRY),
-    ("changelog.num-retained.max", _int, A, A, CHANGELOG_EXPIRY),
-    ("changelog.time-retained", _duration, A, A, CHANGELOG_EXPIRY),
+    ("changelog.num-retained.min", _int, A, H, CHANGELOG_EXPIRY),
+    ("changelog.num-retained.max", _int, A, H, CHANGELOG_EXPIRY),
+    ("changelog.time-retained", _duration, A, H, CHANGELOG_EXPIRY),
     ("snapshot.watermark-idle-timeout", _duration, A, A, STREAMING),
     ("tag.automatic-creation", _enum("none", "process-time", "watermark", "batch"), A, A, TAGS),
     ("tag.create-success-file", _bool, A, A, TAGS),

@@ -9,6 +9,14 @@ consumer (``consumer/consumer-*``) still has to read, never more than
 newest N instead (no time protection), as Paimon's procedure does with
 ``retain_min = retain_max = N``.
 
+*Changelogs kept apart*: when the table keeps changelogs longer than snapshots
+(``changelog.num-retained.min``/``max`` or ``changelog.time-retained`` above the
+snapshots' own, Paimon's ``isChangelogDecoupled``), each expiring snapshot leaves its
+JSON as ``changelog/changelog-N`` first, and kept changelogs expire by the same rules
+with the changelog options (``ExpireChangelogImpl``), never the newest one. A kept
+changelog needs only what a read of its changes reads: its changelog manifest list (or,
+without a producer, its delta manifest list), their manifests and the files they add.
+
 *Which files go* is decided from the file names that metadata holds, never from a path
 recomputed from a partition's values. A file stays while anything kept names it: a
 kept snapshot, a tag, a branch's snapshot or tag, a kept changelog (their manifest
@@ -67,19 +75,54 @@ class Retention:
             )
         return cls(low, high, duration_ms(options, "snapshot.time-retained", "1 h"), limit)
 
+    @classmethod
+    def of_changelogs(cls, options: dict[str, str], snapshots: Retention) -> Retention:
+        """How many changelogs an expire keeps: ``changelog.num-retained.*`` and
+        ``changelog.time-retained``, each by default what ``snapshots`` keeps (Paimon's
+        ``ExpireConfig``)."""
+        low = int_option(options, "changelog.num-retained.min", snapshots.retain_min, minimum=1)
+        high = int_option(options, "changelog.num-retained.max", snapshots.retain_max, minimum=1)
+        if high < low:
+            raise UnsupportedFeatureError(
+                f"option 'changelog.num-retained.max' ({high}) is less than 'changelog.num-retained.min' ({low})"
+            )
+        time_ms = snapshots.time_retained_ms
+        if "changelog.time-retained" in options:
+            time_ms = duration_ms(options, "changelog.time-retained", "0")
+        return cls(low, high, time_ms, snapshots.max_deletes)
+
+    def outlives(self, snapshots: Retention) -> bool:
+        """Whether changelogs kept this way outlive ``snapshots`` kept that way: then a
+        snapshot that expires leaves its changelog behind (Paimon's ``isChangelogDecoupled``)."""
+        return (
+            self.retain_max > snapshots.retain_max
+            or self.retain_min > snapshots.retain_min
+            or self.time_retained_ms > snapshots.time_retained_ms
+        )
+
 
 def expire_snapshots(
     root: Location, options: dict[str, str], keep_snapshots: int | None, orphan_age: float
 ) -> dict[str, int]:
     """Expires what :class:`Retention` says and removes the files nothing kept uses."""
-    _refuse_decoupled_changelog(options)
-    expired = _expired_snapshots(root, Retention.of(options, keep_snapshots), options)
+    retention = Retention.of(options, keep_snapshots)
+    changelogs = Retention.of_changelogs(options, retention)
+    expired = _expired_snapshots(root, retention, options)
     gone = {snap.id for snap in expired}
-    references = References(root)
+    decoupled = changelogs.outlives(retention)  # as in Paimon, kept changelogs expire only then
+    try:
+        if decoupled:
+            _keep_changelogs(root, expired)
+    except OSError as e:
+        raise TableIOError(f"keeping the changelogs of expiring snapshots of {root} failed: {e}") from e
+    expired_changelogs = _expired_changelogs(root, changelogs) if decoupled else []
+    references = References(root, skipped_changelogs={c.id for c in expired_changelogs})
     references.add_kept([i for i in snapshot_ids(root) if i not in gone])
     for snap in expired:
         references.add_expired(snap)
-    candidates = list(_candidates(root))
+    for changelog in expired_changelogs:
+        references.add_expired(changelog, root / "changelog" / f"changelog-{changelog.id}")
+    candidates = list(_candidates(root, options.get("changelog-file.prefix", "changelog-")))
     references.check_layout(candidates)
     try:
         for snap in expired:
@@ -87,23 +130,66 @@ def expire_snapshots(
         kept = snapshot_ids(root)
         if expired and kept:
             (root / "snapshot" / "EARLIEST").write_text(str(kept[0]))
+        for changelog in expired_changelogs:
+            (root / "changelog" / f"changelog-{changelog.id}").delete()
+        if expired_changelogs:
+            (root / "changelog" / "EARLIEST").write_text(str(expired_changelogs[-1].id + 1))
         references.add_kept(kept)  # what was committed, tagged or branched meanwhile
         clean_dirs = bool_option(options, "snapshot.clean-empty-directories")
         removed = _remove_unused(root, candidates, references, orphan_age, clean_dirs)
     except OSError as e:
         raise TableIOError(f"expiring snapshots of {root} failed: {e}") from e
-    return {"snapshots_removed": len(expired), **removed}
+    return {"snapshots_removed": len(expired), "changelogs_removed": len(expired_changelogs), **removed}
 
 
-def _refuse_decoupled_changelog(options: dict[str, str]) -> None:
-    """A changelog kept longer than its snapshots needs ``changelog/changelog-N`` files
-    written as snapshots expire, which merge-core does not write yet."""
-    for key in ("changelog.num-retained.min", "changelog.num-retained.max", "changelog.time-retained"):
-        if key in options:
-            raise UnsupportedFeatureError(
-                f"expiring a table with option '{key}' (a changelog kept apart from its snapshots) "
-                "is not supported by merge-core yet; use Paimon's expire_snapshots procedure"
-            )
+def _keep_changelogs(root: Location, expired: list[Snapshot]) -> None:
+    """Keeps the changelog of each expiring snapshot as ``changelog/changelog-N`` (the
+    snapshot's JSON, as Paimon's ``Changelog``), then moves the changelog's ``LATEST``
+    hint on: a reader of changes finds it there once the snapshot is gone."""
+    for snap in expired:
+        source = root / "snapshot" / f"snapshot-{snap.id}"
+        try:
+            content = source.read_bytes()
+        except FileNotFoundError:
+            continue  # another expire took it (and kept its changelog)
+        (root / "changelog" / f"changelog-{snap.id}").create_new(content.decode())
+    if expired:
+        (root / "changelog" / "LATEST").write_text(str(expired[-1].id))
+
+
+def _changelog_ids(root: Location) -> list[int]:
+    names = (n.removeprefix("changelog-") for n in (root / "changelog").names("changelog-"))
+    return sorted(int(n) for n in names if n.isdigit())
+
+
+def _expired_changelogs(root: Location, retention: Retention) -> list[Snapshot]:
+    """The kept changelogs that expire, oldest first (Paimon's ``ExpireChangelogImpl``):
+    those before the newest ``changelog.num-retained.max`` snapshots, then those before the
+    newest ``changelog.num-retained.min`` whose changelog is older than
+    ``changelog.time-retained``, never the newest kept changelog, never one a consumer still
+    reads, at most ``snapshot.expire.limit`` at a time."""
+    ids, kept = snapshot_ids(root), _changelog_ids(root)
+    if not ids or not kept:
+        return []
+    earliest, latest = kept[0], ids[-1]
+    low = max(latest - retention.retain_max + 1, earliest)
+    end = min(latest - retention.retain_min + 1, *_consumers_next(root), earliest + retention.max_deletes, kept[-1])
+    if end <= earliest:
+        return []
+    older_than = int(time.time() * 1000) - retention.time_retained_ms
+    for i in range(low, end + 1):
+        changelog = _try_load(root / "changelog" / f"changelog-{i}")
+        if changelog is not None and older_than <= changelog.time_millis:
+            end = i
+            break
+    out = []
+    for i in kept:
+        if i >= end:
+            break
+        changelog = _try_load(root / "changelog" / f"changelog-{i}")
+        if changelog is not None:  # None: another expire took it
+            out.append(changelog)
+    return out
 
 
 def _expired_snapshots(root: Location, retention: Retention, options: dict[str, str]) -> list[Snapshot]:
@@ -161,6 +247,7 @@ class References:
     stay) and ``expired`` (what only expired snapshots used: removed at once unless kept)."""
 
     root: Location
+    skipped_changelogs: set[int] = field(default_factory=set)  # expiring: not kept
     kept_meta: set[str] = field(default_factory=set)
     kept_data: set[str] = field(default_factory=set)
     expired_names: set[str] = field(default_factory=set)
@@ -170,7 +257,7 @@ class References:
     def add_expired(self, snap: Snapshot, path: Location | None = None) -> None:
         """Every file ``snap`` names (held by ``path``, default its snapshot file) may go."""
         path = path or self.root / "snapshot" / f"snapshot-{snap.id}"
-        meta, data = self._names(snap, path.exists, every_entry=True)
+        meta, data = self._names(snap, path.exists, every_entry=True, changelog=_is_changelog(path))
         self.expired_names |= meta | data
 
     def add_kept(self, snapshot_ids_of_main: list[int]) -> None:
@@ -185,7 +272,7 @@ class References:
         snap = _try_load(path)
         if snap is None:
             return  # expired or deleted by another process meanwhile
-        meta, data = self._names(snap, path.exists, every_entry=False)
+        meta, data = self._names(snap, path.exists, every_entry=False, changelog=_is_changelog(path))
         self.kept_meta |= meta
         self.kept_data |= data
         if self.latest is None:
@@ -211,18 +298,27 @@ class References:
         root = self.root
         yield from (root / "snapshot" / f"snapshot-{i}" for i in reversed(main_ids))
         yield from _listed(root / "tag", "tag-")
-        yield from _listed(root / "changelog", "changelog-")
+        for path in _listed(root / "changelog", "changelog-"):
+            if path.name.removeprefix("changelog-") not in {str(i) for i in self.skipped_changelogs}:
+                yield path
         for branch in (root / "branch").names("branch-"):
             base = root / "branch" / branch
             for directory, prefix in (("snapshot", "snapshot-"), ("tag", "tag-"), ("changelog", "changelog-")):
                 yield from _listed(base / directory, prefix)
 
-    def _names(self, snap: Snapshot, still_there: Any, every_entry: bool) -> tuple[set[str], set[str]]:
+    def _names(
+        self, snap: Snapshot, still_there: Any, every_entry: bool, changelog: bool = False
+    ) -> tuple[set[str], set[str]]:
         """The metadata and data file names ``snap`` uses (``every_entry``: also the files
-        its manifests delete). A metadata file gone while ``still_there()`` is damage."""
+        its manifests delete). A metadata file gone while ``still_there()`` is damage. A
+        kept changelog (``changelog``) uses only what a read of its changes reads: its
+        changelog manifest list, or without one its delta manifest list, and the files
+        they add (Paimon's ``ChangelogDeletion`` removes its base manifest list)."""
         meta: set[str] = set()
         data: set[str] = set()
         lists = [snap.base_manifest_list, snap.delta_manifest_list, snap.changelog_manifest_list]
+        if changelog:
+            lists = [snap.changelog_manifest_list or snap.delta_manifest_list]
         live: dict[tuple, str] = {}
         for listing in filter(None, lists):
             meta.add(listing)
@@ -232,7 +328,7 @@ class References:
                 for entry in self._read(name, MANIFEST_VERSIONS, still_there):
                     names = _entry_names(entry, name)
                     key = _entry_key(entry)
-                    if every_entry or listing == snap.changelog_manifest_list:
+                    if every_entry or listing == snap.changelog_manifest_list or (changelog and entry["_KIND"] == ADD):
                         data |= names
                     elif entry["_KIND"] == ADD:
                         live[key] = names
@@ -240,11 +336,11 @@ class References:
                         live.pop(key, None)
         for names in live.values():
             data |= names
-        if snap.index_manifest:
+        if snap.index_manifest and not changelog:
             meta.add(snap.index_manifest)
             for entry in self._read(snap.index_manifest, INDEX_MANIFEST_VERSIONS, still_there):
                 meta.add(file_name(entry["_FILE_NAME"], snap.index_manifest))
-        if snap.statistics:
+        if snap.statistics and not changelog:
             meta.add(snap.statistics)
         return meta, data
 
@@ -259,6 +355,11 @@ class References:
                     raise
                 return []  # its snapshot was expired by another process meanwhile
         return self._avro[name]
+
+
+def _is_changelog(path: Location) -> bool:
+    """Whether ``path`` is a kept changelog (``changelog/changelog-N``)."""
+    return path.name.startswith("changelog-") and path.path.rstrip("/").split("/")[-2] == "changelog"
 
 
 def _listed(directory: Location, prefix: str) -> Iterable[Location]:
@@ -298,10 +399,12 @@ def _remove_unused(
     return removed
 
 
-def _candidates(root: Location) -> Iterator[tuple[Any, str]]:
+def _candidates(root: Location, changelog_prefix: str = "changelog-") -> Iterator[tuple[Any, str]]:
     """The files an expire may remove: the metadata directories' files, and Paimon's
-    files in bucket directories (``data-``, ``changelog-``, ``index-``) wherever those
-    sit below the root (partition directories, ``bucket-postpone``, a path directory)."""
+    files in bucket directories (``data-``, ``changelog-`` or the table's
+    ``changelog-file.prefix``, ``index-``) wherever those sit below the root (partition
+    directories, ``bucket-postpone``, a path directory)."""
+    prefixes = (*DATA_FILE_PREFIXES, changelog_prefix) if changelog_prefix else DATA_FILE_PREFIXES
     store = root.store
     for directory in ("manifest", "index", "statistics"):
         for info in store.listing((root / directory).path):
@@ -312,7 +415,7 @@ def _candidates(root: Location) -> Iterator[tuple[Any, str]]:
             continue
         for found in store.listing(info.path, recursive=True):
             parent = found.path.rpartition("/")[0].rpartition("/")[2]
-            if found.is_file and parent.startswith("bucket-") and found.base_name.startswith(DATA_FILE_PREFIXES):
+            if found.is_file and parent.startswith("bucket-") and found.base_name.startswith(prefixes):
                 yield found, "files_removed"
     for info in store.listing((root / "snapshot").path):
         if info.is_file and info.base_name.endswith(".tmp"):

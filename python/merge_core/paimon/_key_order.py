@@ -104,12 +104,12 @@ def _neighbours(column: pa.Array, compare: Callable[[pa.Array, pa.Array], pa.Arr
     return compare(column.slice(0, n - 1), column.slice(1))
 
 
-def ascending(columns: Sequence[pa.Array]) -> bool:
+def ascending(columns: Sequence[pa.Array], strict: bool = True) -> bool:
     """Whether the rows of key ``columns`` (:func:`ordered`, no nulls) are strictly
-    ascending: each key above the one before, column by column."""
+    ascending: each key above the one before, column by column (not ``strict``: or equal)."""
     if not columns or len(columns[0]) < 2:
         return True
-    above = _neighbours(columns[-1], pc.less)  # the last column decides if all before tie
+    above = _neighbours(columns[-1], pc.less if strict else pc.less_equal)  # decides if all before tie
     for c in reversed(columns[:-1]):
         above = pc.or_(_neighbours(c, pc.less), pc.and_(_neighbours(c, pc.equal), above))
     return bool(pc.all(above).as_py())

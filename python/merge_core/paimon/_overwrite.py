@@ -42,7 +42,7 @@ from ._commit import Changes, CommitMessage, Committer
 from ._compact import top_level
 from ._meta import DELETE, Snapshot
 from ._options import bool_option, int_option
-from ._paths import POSTPONE_BUCKET
+from ._paths import POSTPONE_BUCKET, Layout
 from ._schema import TableSchema
 
 DEFAULT_PARTITION = "__DEFAULT_PARTITION__"
@@ -165,6 +165,7 @@ def commit_overwrite(
     table's ``dynamic-partition-overwrite``) say; returns its id (``None``: a dynamic
     overwrite of no rows, which commits nothing)."""
     _check_messages(messages)
+    _remove_changelog_files(root, schema, messages)
     partitions = _Partitions(schema)
     for m in messages:
         if not spec.matches(partitions.values(m.partition)):
@@ -223,6 +224,16 @@ def _check_messages(messages: Sequence[CommitMessage]) -> None:
         )
     if any(m.is_compaction for m in messages):
         raise InvalidInputError("an overwrite commits writes, not compactions")
+
+
+def _remove_changelog_files(root: Location, schema: TableSchema, messages: Sequence[CommitMessage]) -> None:
+    """The changelog files an overwrite's write made (changelog-producer = input) go: as
+    Paimon's ("Overwrite mode currently does not commit any changelog"), an OVERWRITE
+    snapshot has none."""
+    layout = Layout(schema)
+    for m in messages:
+        for f in m.changelog_files:
+            (root / layout.bucket_dir(m.partition, m.bucket) / f["_FILE_NAME"]).delete()
 
 
 def _remove_index_files(root: Location, schema: TableSchema, messages: Sequence[CommitMessage]) -> None:

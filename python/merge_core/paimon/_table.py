@@ -35,8 +35,12 @@ from ..inputs import as_stream_source, batches_of, check_threads, column_names
 from ..merge_functions import merge_spec
 from . import _alter, _append, _binary, _hash_index, _key_order, _predicate
 from ._branch import MAIN, BranchRoot, branch_root, branches, refuse_on_branch
+from ._changelog import FULL_COMPACTION, full_compaction_changes
+from ._changelog import producer as changelog_producer
+from ._changes import ChangeStream, change_files, check_range, commit_of
+from ._changes import ordered as ordered_changes
 from ._commit import CommitMessage, Committer, summary
-from ._compact import CompactTask, compaction_tasks
+from ._compact import CompactTask, compaction_tasks, top_level
 from ._core_options import READ, SNAPSHOT_CHOICE, WRITE, check_options, refuse
 from ._dv import DvUpdate, bucket_index_files
 from ._expire import expire_snapshots
@@ -67,6 +71,7 @@ from ._write import (
 )
 
 READ_BATCH_ROWS = 64 * 1024
+AS_STORED = {"function": "none"}  # a read that merges nothing: each row as its file holds it
 TRAVEL_OPTIONS = (*TRAVEL_KEYS, "scan.version")
 
 
@@ -425,6 +430,7 @@ class Table:
             write = _append.AppendWrite(self._root, self._schema, row_kind, memory_limit, threads)
         elif is_postponed(self._schema):
             _refuse_postponed_lookup(self._schema)
+            _refuse_postponed_changelog(self._schema)
             write = postponed_table_write(
                 self._root, self._schema, self._setup, row_kind, memory_limit, spill_dir, threads
             )
@@ -483,8 +489,8 @@ class Table:
         for m in again:
             # An overwrite's compacted files are its only copy of the rows: compacted again as new ones.
             files = tuple({**f, "_LEVEL": 0} for f in m.new_files) if overwrite else m.new_files
-            if not overwrite:
-                self.abort([dataclasses.replace(m, new_files=())])  # the compaction's file and vectors
+            if not overwrite:  # the compaction's file and vectors
+                self.abort([dataclasses.replace(m, new_files=(), changelog_files=())])
             first = combined.get((m.partition, m.bucket))
             combined[(m.partition, m.bucket)] = CommitMessage(
                 m.partition,
@@ -492,6 +498,7 @@ class Table:
                 m.total_buckets,
                 (*(first.new_files if first else ()), *files),
                 overwrite=overwrite,
+                changelog_files=(*(first.changelog_files if first else ()), *m.changelog_files),
             )
         kept = [m for m in messages if (m.partition, m.bucket) not in shared]
         return kept + self._compact_level_zero(list(combined.values()), overwrite)
@@ -553,7 +560,7 @@ class Table:
             return committer.commit(messages)
         except BaseException:
             if committer is not None and committer.appended:  # the appended files stay: a later compaction takes them
-                messages = [dataclasses.replace(m, new_files=(), hash_index=None) for m in messages]
+                messages = [dataclasses.replace(m, new_files=(), changelog_files=(), hash_index=None) for m in messages]
             self.abort(messages)
             raise
 
@@ -646,6 +653,7 @@ class Table:
         if is_postponed(self._schema) and not self._append:
             refuse(self._schema.options, WRITE)
             _refuse_postponed_lookup(self._schema)
+            _refuse_postponed_changelog(self._schema)
             compaction = PostponedCompaction(
                 self._root, self._schema, self._setup, self.compact_bucket, self.commit, self.abort
             )
@@ -703,7 +711,20 @@ class Table:
         whole = Split(snap.id, schema.id, columns, values, task.bucket, sections)
         stream = self._read([whole], schema, list(columns), READ_BATCH_ROWS, 1, {})
         lowest = min(f.min_sequence for f in files)
-        after = self._write_merged(stream, schema, task.partition, task.bucket, task.level, lowest, threads)
+        # A full-compaction table's compaction to the top level also writes what it changed.
+        merged: list[pa.RecordBatch] | None = None
+        if changelog_producer(schema.options) == FULL_COMPACTION and task.level == top_level(schema):
+            merged = []
+        after = self._write_merged(stream, schema, task.partition, task.bucket, task.level, lowest, threads, merged)
+        changelog: tuple[dict[str, Any], ...] = ()
+        if merged is not None:
+            try:
+                with Encoders(check_threads(threads)) as encoders:
+                    changelog = self._full_changelog(task, planner, files, merged, encoders)
+            except BaseException:
+                for f in after:
+                    remove_data_file(self._root, schema, task.partition, task.bucket, f)
+                raise
         before = tuple(e["_FILE"] for e in task.entries)
         dv = None
         if bool_option(schema.options, "deletion-vectors.enabled"):  # the bucket's files all go, and their vectors
@@ -711,19 +732,36 @@ class Table:
             replaced = bucket_index_files(self._root, snap, task.partition, task.bucket)
             dv = DvUpdate(task.partition, task.bucket, None, replaced, seen, bool(replaced))
         return CommitMessage(
-            task.partition, task.bucket, task.total_buckets, compact_before=before, compact_after=after, dv_index=dv
+            task.partition,
+            task.bucket,
+            task.total_buckets,
+            compact_before=before,
+            compact_after=after,
+            dv_index=dv,
+            compact_changelog=changelog,
         )
 
     def _write_merged(
-        self, stream: Stream, schema: TableSchema, partition: bytes, bucket: int, level: int, lowest: int, threads: int
+        self,
+        stream: Stream,
+        schema: TableSchema,
+        partition: bytes,
+        bucket: int,
+        level: int,
+        lowest: int,
+        threads: int,
+        merged: list[pa.RecordBatch] | None = None,
     ) -> tuple[dict[str, Any], ...]:
         """Writes merged rows as one file at ``level`` (rows without sequence numbers are
-        numbered from ``lowest``); returns its record, or nothing if no row was left."""
+        numbered from ``lowest``); returns its record, or nothing if no row was left. The
+        rows are also kept in ``merged``, if given."""
         with Encoders(check_threads(threads)) as encoders:
             writer = DataFileWriter(self._root, schema, partition, bucket, level, lowest, encoders)
             try:
                 for batch in stream:
                     writer.write(batch)
+                    if merged is not None:
+                        merged.append(batch)
                 if writer.rows == 0:  # every key deleted
                     writer.abort()
                     return ()
@@ -731,6 +769,48 @@ class Table:
             except BaseException:
                 writer.abort()
                 raise
+
+    def _full_changelog(
+        self, task: CompactTask, planner: Planner, files: list[DataFile], merged: list[pa.RecordBatch], encoders: Any
+    ) -> tuple[dict[str, Any], ...]:
+        """The changelog file of a full-compaction table's compaction of ``files`` into
+        the ``merged`` rows (none if nothing changed): see ``_changelog``."""
+        schema = planner.schema
+        top = [f for f in files if f.level == task.level]
+        keys = list(schema.trimmed_keys)
+        before = self._as_stored(planner, top)
+        touched = self._as_stored(planner, [f for f in files if f.level != task.level]).select(keys)
+        after = pa.Table.from_batches(merged, before.schema)
+        rows = full_compaction_changes(before, after, touched, keys, schema.options)
+        if rows.num_rows == 0:
+            return ()
+        first = min(f.min_sequence for f in files)
+        writer = DataFileWriter(
+            self._root, schema, task.partition, task.bucket, task.level, first, encoders, changelog=True
+        )
+        try:
+            for batch in rows.to_batches(READ_BATCH_ROWS):
+                writer.write(batch)
+            return (writer.close(),)
+        except BaseException:
+            writer.abort()
+            raise
+
+    def _as_stored(self, planner: Planner, files: list[DataFile]) -> pa.Table:
+        """The rows of ``files`` (one bucket's, all columns of ``planner``) as they hold them."""
+        schema, columns = planner.schema, planner.columns
+        splits = [
+            Split(
+                planner.snapshot.id,
+                schema.id,
+                columns,
+                (),
+                f.bucket,
+                (Section(((planner.file_read(f, f.partition, f.bucket),),)),),
+            )
+            for f in files
+        ]
+        return self._read(splits, schema, list(columns), READ_BATCH_ROWS, 1, {}, merge=AS_STORED).read_all()
 
     def _compaction_planner(self, snapshot: int) -> Planner:
         """A planner of all columns at ``snapshot``, made once for all the buckets a
@@ -764,7 +844,10 @@ class Table:
         snapshot beyond ``snapshot.num-retained.max``, and those beyond the newest
         ``snapshot.num-retained.min`` (10) older than ``snapshot.time-retained`` (1 h), at
         most ``snapshot.expire.limit`` (50) a call, never one a consumer still reads.
-        ``keep_snapshots=N`` keeps exactly the newest N instead.
+        ``keep_snapshots=N`` keeps exactly the newest N instead. A table that keeps
+        changelogs longer (``changelog.num-retained.*``, ``changelog.time-retained``)
+        keeps each expiring snapshot's changelog as ``changelog/changelog-N``, read by
+        :meth:`changes`, and expires those by the changelog options, as Paimon does.
 
         Files are kept while a kept snapshot, a tag, a branch or a kept changelog names
         them; files only expired snapshots named go at once, and files nothing names (a
@@ -942,6 +1025,50 @@ class Table:
         schema = self._schema_of(self._snapshot_read(snapshot, tag, as_of), self._travels(snapshot, tag, as_of))
         return self._read([], schema, _wanted(schema, columns), 1, 1, {}).schema
 
+    def changes(
+        self,
+        start: int,
+        end: int | None = None,
+        columns: Sequence[str] | None = None,
+        batch_size: int = READ_BATCH_ROWS,
+        threads: int | None = None,
+    ) -> Stream:
+        """The changes committed after snapshot ``start`` up to snapshot ``end`` (the
+        latest by default), as Paimon's incremental read between two snapshots returns
+        them: a lazy :class:`Stream` whose first column ``_row_kind`` says what each row
+        is (``+I``, ``-U``, ``+U``, ``-D``), then ``columns`` (default: all) in the table's
+        latest schema. With ``changelog-producer`` = ``none`` the rows are those each
+        APPEND commit wrote, as written (compactions change no row); with a producer,
+        the changelog files the commits wrote. Rows are never merged: a key changed
+        twice has both changes, in commit order (docs/table-format.md, "Changes").
+
+        >>> import pyarrow as pa, merge_core as mc, tempfile
+        >>> t = mc.Table.create(tempfile.mkdtemp() + "/t", pa.schema([("k", pa.int64()), ("v", pa.string())]),
+        ...                     key="k", options={"changelog-producer": "input"})
+        >>> _ = t.write(pa.table({"k": [1, 2], "v": ["a", "b"]}))
+        >>> _ = t.write(pa.table({"k": [1, 1], "v": ["a", "A"], "op": ["-U", "+U"]}), row_kind="op")
+        >>> t.changes(1).read_all().to_pydict()
+        {'_row_kind': ['-U', '+U'], 'k': [1, 1], 'v': ['a', 'A']}
+        """
+        threads = check_threads(threads)
+        start, end = check_range(self._root, start, end)
+        schema = self._schema  # files of older schemas read in the latest, as Paimon's incremental read
+        wanted = _wanted(schema, columns)
+        types = [schema.field(k).type for k in schema.partition_keys]
+        files = ordered_changes(change_files(self._root, schema.options, start, end), types)
+        planner = Planner(
+            self._root, commit_of(self._root, end), schema, tuple(wanted), _read_columns(schema, self._setup, wanted)
+        )
+        splits = []
+        for change in files:
+            f = change.file
+            read = dataclasses.replace(planner.file_read(f, f.partition, f.bucket), deleted=None)  # rows as stored
+            values = _binary.decode(f.partition, types)
+            splits.append(Split(change.snapshot, schema.id, tuple(wanted), values, f.bucket, (Section(((read,),)),)))
+        stats = {"snapshots": end - start, "files_read": len(files)}
+        stream = self._read(splits, schema, [*wanted, VALUE_KIND], batch_size, threads, stats, merge=AS_STORED)
+        return ChangeStream(stream, wanted)  # type: ignore[return-value]
+
     def tags(self) -> dict[str, int]:
         """The table's tags (by whichever writer made them): name -> snapshot id."""
         return {
@@ -1040,11 +1167,13 @@ class Table:
         stats: dict[str, int],
         predicate: _predicate.Predicate | None = None,
         key_range: tuple[pa.Array | None, pa.Array | None] | None = None,
+        merge: dict[str, Any] | None = None,
     ) -> Stream:
         """The splits' sections merged in Rust, each on its own, output in order (the
         rows for which ``predicate`` is true, if given; files read only where their
         statistics let the first key column lie in ``key_range``, which the predicate's
-        bounds on it give)."""
+        bounds on it give), by the table's merge function or ``merge`` (a spec:
+        ``{"function": "none"}`` keeps every row as stored)."""
         if not isinstance(batch_size, int) or batch_size < 1:
             raise InvalidInputError(f"batch_size must be a positive integer, got {batch_size!r}")
         if predicate is not None:
@@ -1074,7 +1203,7 @@ class Table:
             "key": list(schema.trimmed_keys),
             "sequence": list(setup.sequence),
             "descending": setup.sequence_order == "descending",
-            "merge": merge_spec(setup.merge),
+            "merge": merge_spec(setup.merge) if merge is None else merge,
             "batch_size": batch_size,
             "columns": columns,
             "threads": threads,
@@ -1082,6 +1211,15 @@ class Table:
             "key_range": key_range,
         }
         return _native.read_paimon(read_schema, sections, options)
+
+
+def _refuse_postponed_changelog(schema: TableSchema) -> None:
+    """merge-core writes no changelog into a postponed-bucket table (its writes nor the
+    compaction that moves its rows into buckets)."""
+    if changelog_producer(schema.options) != "none":
+        raise UnsupportedFeatureError(
+            "merge-core does not write a changelog ('changelog-producer') into a postponed-bucket table"
+        )
 
 
 def _with_filter_columns(

@@ -35,6 +35,7 @@ from ..errors import InternalError, InvalidInputError, TableIOError, Unsupported
 from ..fs import Location
 from ..inputs import as_stream_source, batches_of, check_threads, sort_options
 from . import _binary, _key_order
+from ._changelog import INPUT, InputChangelog, producer
 from ._commit import CommitMessage
 from ._dynamic_bucket import DYNAMIC, MAX_BUCKETS, DynamicBuckets
 from ._merge_options import PaimonMerge
@@ -118,6 +119,10 @@ class TableWrite:
             SORT_BATCH_ROWS,
             setup.sequence_order,
         )
+        self._changelog: InputChangelog | None = None
+        if producer(schema.options) == INPUT:  # the input rows are sorted twice: half the memory each
+            options = {**options, "memory_limit": options["memory_limit"] // 2}
+            self._changelog = InputChangelog(sort_schema, options)
         self._buffer = _native.SortBuffer(sort_schema, {**options, "partial": True})
         self._retracts = _RetractCheck(sort_schema, options)
         self._encode_memory = options["memory_limit"] // ENCODE_SHARE
@@ -159,7 +164,10 @@ class TableWrite:
         self._retracts.check(batch)
         numbers = self.partitions.numbers(batch)
         groups = numbers * self.group_width + self._bucket_ids(batch, numbers)
-        self._buffer.write(pa.Table.from_batches([batch.append_column(GROUP, pa.array(groups))]))
+        rows = pa.Table.from_batches([batch.append_column(GROUP, pa.array(groups))])
+        self._buffer.write(rows)
+        if self._changelog is not None:
+            self._changelog.add(rows)
 
     def _bucket_ids(self, batch: pa.RecordBatch, numbers: np.ndarray) -> np.ndarray:
         """Each row's bucket (``numbers``: each row's partition number)."""
@@ -184,14 +192,47 @@ class TableWrite:
         try:
             with Encoders(self.threads, self._encode_memory) as encoders:
                 messages = _FileCutter(self, encoders).cut(self._buffer.finish())
+                if self._changelog is not None:
+                    messages = self._with_changelog(self._changelog, messages, encoders)
         except ValueError as e:
             raise as_invalid_input(e) from e
         finally:
-            self._buffer.close()
+            self.close()
         messages = messages if self.dynamic is None else self._with_index(messages)
         if self.level_zero_compaction is not None:
             messages = self.level_zero_compaction(messages, self.overwrite)
         return self.stamped(messages)
+
+    def _with_changelog(
+        self, changelog: InputChangelog, messages: list[CommitMessage], encoders: Encoders
+    ) -> list[CommitMessage]:
+        """The messages with their bucket's changelog file (changelog-producer = input);
+        a bucket whose rows all folded away gets a message of its changelog alone. If the
+        changelog fails, the data files go too."""
+        first = self.next_sequences()
+        totals: dict[tuple[bytes, int], int] = {}
+
+        def file_for(group: int) -> DataFileWriter:
+            number, bucket = divmod(group, self.group_width)
+            partition = self.partition_row(number)
+            totals[(partition, bucket)] = self.total_buckets(number)
+            sequence = first.get((partition, bucket), 0)
+            return DataFileWriter(
+                self.root, self.schema, partition, bucket, 0, sequence, encoders, self.layout, changelog=True
+            )
+
+        def remove(partition: bytes, bucket: int, f: dict[str, Any]) -> None:
+            remove_data_file(self.root, self.schema, partition, bucket, f)
+
+        try:
+            files = changelog.write_files(GROUP, group_boundaries, file_for, remove)
+        except BaseException:
+            for m in messages:
+                for f in m.data_files():
+                    remove(m.partition, m.bucket, f)
+            raise
+        out = [dataclasses.replace(m, changelog_files=_one(files.pop((m.partition, m.bucket), None))) for m in messages]
+        return out + [CommitMessage(p, b, totals[(p, b)], changelog_files=(f,)) for (p, b), f in files.items()]
 
     def stamped(self, messages: list[CommitMessage]) -> list[CommitMessage]:
         """The messages, marked as an overwrite's if this write is one."""
@@ -217,6 +258,8 @@ class TableWrite:
     def close(self) -> None:
         self._done = True
         self._buffer.close()
+        if self._changelog is not None:
+            self._changelog.close()
 
     def __enter__(self) -> TableWrite:
         return self
@@ -323,6 +366,10 @@ class _FileCutter:
                 raise
 
 
+def _one(f: dict[str, Any] | None) -> tuple[dict[str, Any], ...]:
+    return () if f is None else (f,)
+
+
 def _version_index(keys: list[pa.Array], last_key: tuple | None, last_index: int) -> np.ndarray:
     """For rows sorted by key (``keys``: the key columns, :func:`_key_order.ordered`),
     each row's index among its key's versions (0 for the first), continuing the previous
@@ -387,12 +434,16 @@ class DataFileWriter:
         first_sequence: int,
         encoders: Encoders | None = None,
         layout: Layout | None = None,
+        changelog: bool = False,
     ):
         self.root, self.schema, self.level = root, schema, level
         self.encoders = encoders or Encoders(1)
         self._last: Future[Any] | None = None  # this file's latest encoding step
         self.partition, self.bucket = partition, bucket
-        self.name = f"data-{uuid.uuid4()}-0.parquet"
+        # A changelog file (changelog-producer) holds a key's changes in order: a key repeats.
+        self.changelog = changelog
+        prefix = schema.options.get("changelog-file.prefix", "changelog-") if changelog else "data-"
+        self.name = f"{prefix}{uuid.uuid4()}-0.parquet"
         self.path = root / (layout or Layout(schema)).bucket_dir(partition, bucket) / self.name
         self.file_schema = data_file_schema(schema)
         self.keys = list(schema.trimmed_keys)
@@ -449,7 +500,8 @@ class DataFileWriter:
         ordered = [_key_order.ordered(c) for c in key_columns]
         first = tuple(c[0].as_py() for c in key_columns)
         after_last = self.max_key is None or _key_order.sort_key(first) > _key_order.sort_key(self.max_key)
-        if not after_last or not _key_order.ascending(ordered):
+        after_last = after_last or (self.changelog and _key_order.sort_key(first) == _key_order.sort_key(self.max_key))
+        if not after_last or not _key_order.ascending(ordered, strict=not self.changelog):
             # Paimon reads a file as sorted, each key once: one that is not would be read
             # wrongly by every reader, so it is never written (nor committed).
             raise InternalError(f"data file {self.name} would not hold its keys in ascending order, each once")
@@ -482,7 +534,7 @@ class DataFileWriter:
         """The file's writer, opened for a file starting with the rows of ``first``."""
         if self._writer is not None:
             return self._writer
-        compression, level = parquet_compression(self.schema.options)
+        compression, level = parquet_compression(self.schema.options, self.changelog)
         store = self.root.store
         try:
             store.make_parent(self.path.path)
@@ -650,18 +702,20 @@ PARQUET_CODECS = {
 }
 
 
-def parquet_compression(options: dict[str, str]) -> tuple[str, int | None]:
-    """The codec of new data files (``file.compression``) as pyarrow names it, and its
+def parquet_compression(options: dict[str, str], changelog: bool = False) -> tuple[str, int | None]:
+    """The codec of new data files (``file.compression``), or of changelog files
+    (``changelog-file.compression``, by default the same), as pyarrow names it, and its
     level (``file.compression.zstd-level``, for zstd)."""
-    name = options.get("file.compression", "zstd").strip().lower()
+    key = "changelog-file.compression" if changelog and "changelog-file.compression" in options else "file.compression"
+    name = options.get(key, "zstd").strip().lower()
     if name not in PARQUET_CODECS:
         raise InvalidInputError(
-            f"option 'file.compression': {name!r} is not a Parquet codec (Paimon's: {', '.join(PARQUET_CODECS)})"
+            f"option '{key}': {name!r} is not a Parquet codec (Paimon's: {', '.join(PARQUET_CODECS)})"
         )
     codec = PARQUET_CODECS[name]
     if codec is None:
         raise UnsupportedFeatureError(
-            f"option 'file.compression' = {name!r}: merge-core's Parquet writer (pyarrow) has no such codec"
+            f"option '{key}' = {name!r}: merge-core's Parquet writer (pyarrow) has no such codec"
         )
     return codec, int_option(options, "file.compression.zstd-level", 1) if codec == "zstd" else None
 

@@ -1,0 +1,467 @@
+"""Changes and changelog files: ``Table.changes(start, end)`` against pypaimon's streaming
+read of the same snapshots (on tables merge-core and pypaimon wrote) and against a
+plain-Python oracle of the rows each producer writes (``none``: each commit's folded
+rows; ``input``: each write's input rows, sorted by key, every row kind kept)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import merge_core as mc
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from helpers import pypaimon_commit
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+pypaimon = pytest.importorskip("pypaimon")
+
+SCHEMA = pa.schema([pa.field("k", pa.int64(), False), ("v", pa.string())])
+KINDS = ["+I", "-U", "+U", "-D"]
+
+
+def table(tmp_path: Path, options: dict[str, str], buckets: int = 2) -> mc.Table:
+    return mc.Table.create(tmp_path / "db.db" / "t", SCHEMA, key="k", buckets=buckets, options=options)
+
+
+def commit(t: mc.Table, rows: list[tuple[int, str | None, str]]) -> None:
+    data = pa.table({"k": [r[0] for r in rows], "v": [r[1] for r in rows], "op": [r[2] for r in rows]})
+    t.write(data, row_kind="op")
+
+
+def pypaimon_table(root: Path):
+    catalog = pypaimon.CatalogFactory.create({"warehouse": str(root.parent.parent)})
+    return catalog.get_table(f"{root.parent.name[:-3]}.{root.name}")
+
+
+def pypaimon_changes(root: Path, start: int, end: int) -> list[dict]:
+    """The rows pypaimon's streaming read returns for snapshots ``start + 1`` to ``end``,
+    one follow-up plan per snapshot its scanner picks (the table's changelog producer
+    decides: APPEND commits' delta files, or changelog files)."""
+    table = pypaimon_table(root)
+    builder = table.new_stream_read_builder().with_include_row_kind(True)
+    scan, read = builder.new_streaming_scan(), builder.new_read()
+    rows = []
+    for i in range(start + 1, end + 1):
+        snapshot = table.snapshot_manager().get_snapshot_by_id(i)
+        if scan.follow_up_scanner.should_scan(snapshot):
+            rows += read.to_arrow(scan._create_follow_up_plan(snapshot).splits()).to_pylist()
+    return rows
+
+
+def by_key(rows: list[dict]) -> dict[int, list[tuple]]:
+    """Each key's changes in the order given (the order between keys is the plan's)."""
+    out: dict[int, list[tuple]] = {}
+    for r in rows:
+        out.setdefault(r["k"], []).append((r["_row_kind"], r["v"]))
+    return out
+
+
+def input_oracle(commits: list[list[tuple]], ignore_update_before: bool = False) -> dict[int, list[tuple]]:
+    """changelog-producer = input: every input row, in the order written."""
+    out: dict[int, list[tuple]] = {}
+    for rows in commits:
+        for k, v, kind in rows:
+            if not (ignore_update_before and kind == "-U"):
+                out.setdefault(k, []).append((kind, v))
+    return out
+
+
+def delta_oracle(commits: list[list[tuple]]) -> dict[int, list[tuple]]:
+    """changelog-producer = none (deduplicate): each commit's newest version of a key, a
+    retract as -D (a write keeps it: it must delete the key's older rows)."""
+    out: dict[int, list[tuple]] = {}
+    for rows in commits:
+        newest = {k: (v, kind) for k, v, kind in rows}
+        for k, (v, kind) in newest.items():
+            out.setdefault(k, []).append(("-D" if kind in ("-U", "-D") else "+I", v))
+    return out
+
+
+COMMITS = [
+    [(1, "a", "+I"), (2, "b", "+I"), (3, "c", "+I")],
+    [(1, "a", "-U"), (1, "A", "+U"), (2, "b", "-D"), (4, "d", "+I")],
+    [(3, "c", "-U"), (3, "C", "+U"), (3, "C", "-U"), (3, "CC", "+U"), (5, "e", "+I")],
+]
+
+
+def test_changes_without_producer_are_the_appends_delta_rows(tmp_path):
+    t = table(tmp_path, {})
+    for rows in COMMITS[:2]:
+        commit(t, rows)
+    t.compact(full=True)  # snapshot 3, COMPACT: no changes
+    commit(t, COMMITS[2])
+    assert t.snapshot(3).commit_kind == "COMPACT"
+    changes = t.changes(0).read_all()
+    assert changes.schema.names == ["_row_kind", "k", "v"]
+    assert by_key(changes.to_pylist()) == delta_oracle(COMMITS)
+    assert by_key(changes.to_pylist()) == by_key(pypaimon_changes(t.path, 0, 4))
+    assert by_key(t.changes(1, 2).read_all().to_pylist()) == delta_oracle(COMMITS[1:2])
+    assert t.changes(2, 3).read_all().num_rows == 0
+    assert t.snapshot(4).changelog_manifest_list is None  # none writes no changelog
+
+
+def test_input_changelog_is_the_written_rows(tmp_path):
+    t = table(tmp_path, {"changelog-producer": "input"})
+    for rows in COMMITS:
+        commit(t, rows)
+    t.compact(full=True)  # no changelog: a compaction of an input table changes nothing for readers
+    snap = t.snapshot(3)
+    assert snap.changelog_manifest_list is not None
+    changes = t.changes(0).read_all().to_pylist()
+    assert by_key(changes) == input_oracle(COMMITS)
+    assert by_key(changes) == by_key(pypaimon_changes(t.path, 0, 4))
+    assert by_key(t.changes(2).read_all().to_pylist()) == input_oracle(COMMITS[2:])
+    assert t.read().read_all().sort_by("k").to_pydict() == {"k": [1, 3, 4, 5], "v": ["A", "CC", "d", "e"]}
+
+
+def test_input_changelog_in_the_snapshot_as_pypaimon_reads_it(tmp_path):
+    t = table(
+        tmp_path,
+        {"changelog-producer": "input", "changelog-file.prefix": "cl-", "changelog-file.compression": "snappy"},
+    )
+    commit(t, COMMITS[0])
+    snap = pypaimon_table(t.path).snapshot_manager().get_snapshot_by_id(1)
+    assert snap.changelog_record_count == 3 and snap.changelog_manifest_list_size > 0
+    names = sorted(p.name for p in Path(t.path).glob("bucket-*/*.parquet"))
+    changelog_files = [n for n in names if n.startswith("cl-")]
+    assert len(changelog_files) == 2 and len(names) == 4  # a data file and a changelog file per bucket
+    codec = pq.ParquetFile(next(Path(t.path).glob("bucket-*/cl-*"))).metadata.row_group(0).column(0).compression
+    assert codec == "SNAPPY"
+
+
+def test_changes_of_a_table_pypaimon_wrote(tmp_path):
+    catalog = pypaimon.CatalogFactory.create({"warehouse": str(tmp_path)})
+    catalog.create_database("db", True)
+    options = {"bucket": "2", "changelog-producer": "input", "rowkind.field": "op"}
+    schema = pa.schema([pa.field("k", pa.int64(), False), ("v", pa.string()), ("op", pa.string())])
+    catalog.create_table(
+        "db.t", pypaimon.Schema.from_pyarrow_schema(schema, primary_keys=["k"], options=options), False
+    )
+    commits = [COMMITS[0], [(1, "A", "+U"), (2, "b", "-D"), (4, "d", "+I")]]  # one version of a key per commit
+    for rows in commits:
+        pypaimon_commit(catalog.get_table("db.t"), [{"k": k, "v": v, "op": kind} for k, v, kind in rows], schema)
+    t = mc.Table.open(tmp_path / "db.db" / "t")
+    changes = t.changes(0, columns=["k", "v"]).read_all().to_pylist()
+    assert by_key(changes) == input_oracle(commits)
+    assert by_key(changes) == by_key(pypaimon_changes(t.path, 0, 2))
+
+
+def test_changes_range_is_checked(tmp_path):
+    t = table(tmp_path, {})
+    with pytest.raises(mc.errors.TableNotFoundError):
+        t.changes(0)
+    commit(t, COMMITS[0])
+    commit(t, COMMITS[1])
+    for start, end in ((0, 3), (2, 1), (-1, None), ("0", None)):
+        with pytest.raises(mc.errors.InvalidInputError):
+            t.changes(start, end)
+    assert t.changes(2).read_all().num_rows == 0
+    t.expire(keep_snapshots=1)
+    with pytest.raises(mc.errors.InvalidInputError, match="start from 1"):
+        t.changes(0)
+
+
+def test_lookup_producer_is_refused_by_name(tmp_path):
+    t = table(tmp_path, {"changelog-producer": "lookup"})
+    with pytest.raises(mc.errors.UnsupportedFeatureError, match="changelog-producer"):
+        commit(t, COMMITS[0])
+
+
+ROWS = st.lists(
+    st.tuples(st.integers(0, 5), st.none() | st.sampled_from(["x", "y"]), st.sampled_from(KINDS)),
+    min_size=1,
+    max_size=8,
+)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(commits=st.lists(ROWS, min_size=1, max_size=4), ignore_update_before=st.booleans())
+def test_input_changelog_of_random_writes(tmp_path_factory, commits, ignore_update_before):
+    options = {"changelog-producer": "input", "ignore-update-before": str(ignore_update_before).lower()}
+    t = table(tmp_path_factory.mktemp("t"), options)
+    for rows in commits:
+        commit(t, rows)
+    expected = input_oracle(commits, ignore_update_before)
+    if not t.snapshots():  # every row was a -U the table ignores: nothing was committed
+        assert expected == {}
+        return
+    changes = t.changes(0).read_all().to_pylist()
+    assert by_key(changes) == expected
+    assert by_key(changes) == by_key(pypaimon_changes(t.path, 0, t.snapshots()[-1]))
+
+
+def full_compaction_oracle(steps: list, row_deduplicate: bool = False) -> dict[int, list[tuple]]:
+    """changelog-producer = full-compaction on a deduplicate table: each compaction's
+    changes, per key written since the last one, between the view the last compaction
+    left (``old``) and the new one: -U/+U, -D or +I (an update to an equal value left
+    out with ``row_deduplicate``). ``steps``: lists of rows (a commit) or ``"compact"``."""
+    model: dict[int, str | None] = {}
+    old: dict[int, str | None] = {}
+    touched: list[int] = []
+    out: dict[int, list[tuple]] = {}
+    for step in steps:
+        if step == "compact":
+            for k in sorted(set(touched)):
+                if k in old and k in model and not (row_deduplicate and old[k] == model[k]):
+                    out.setdefault(k, []).extend([("-U", old[k]), ("+U", model[k])])
+                elif k in old and k not in model:
+                    out.setdefault(k, []).append(("-D", old[k]))
+                elif k in model and k not in old:
+                    out.setdefault(k, []).append(("+I", model[k]))
+            old, touched = dict(model), []
+            continue
+        for k, v, kind in step:
+            touched.append(k)
+            if kind in ("+I", "+U"):
+                model[k] = v
+            else:
+                model.pop(k, None)
+    return out
+
+
+def run(t: mc.Table, steps: list) -> None:
+    for step in steps:
+        if step == "compact":
+            t.compact(full=True)
+        else:
+            commit(t, step)
+
+
+def test_full_compaction_changelog_is_the_change_of_the_merged_view(tmp_path):
+    t = table(tmp_path, {"changelog-producer": "full-compaction"})
+    steps = [COMMITS[0], "compact", COMMITS[1], [(2, "b2", "+I"), (5, "e", "+I"), (5, "e", "-D")], "compact"]
+    run(t, steps)
+    assert [t.snapshot(i).changelog_manifest_list is None for i in t.snapshots()] == [
+        True,  # a write of a full-compaction table writes no changelog
+        False,
+        True,
+        True,
+        False,
+    ]
+    changes = t.changes(0).read_all().to_pylist()
+    assert by_key(changes) == full_compaction_oracle(steps)
+    assert by_key(changes) == by_key(pypaimon_changes(t.path, 0, 5))
+    assert by_key(changes)[1] == [("+I", "a"), ("-U", "a"), ("+U", "A")]
+    assert by_key(changes)[2] == [("+I", "b"), ("-U", "b"), ("+U", "b2")]  # deleted and added again: an update
+
+
+def test_full_compaction_changelog_with_row_deduplicate(tmp_path):
+    options = {"changelog-producer": "full-compaction", "changelog-producer.row-deduplicate": "true"}
+    t = table(tmp_path, options)
+    steps = [COMMITS[0], "compact", [(1, "a", "+U"), (2, "B", "+U")], "compact"]
+    run(t, steps)
+    changes = by_key(t.changes(2).read_all().to_pylist())
+    assert changes == {2: [("-U", "b"), ("+U", "B")]}  # key 1 was written its same value
+    assert changes == by_key(pypaimon_changes(t.path, 2, 4))
+
+
+STEPS = st.lists(ROWS | st.just("compact"), min_size=1, max_size=6)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=STEPS, row_deduplicate=st.booleans())
+def test_full_compaction_changelog_of_random_histories(tmp_path_factory, steps, row_deduplicate):
+    options = {"changelog-producer": "full-compaction", "changelog-producer.row-deduplicate": str(row_deduplicate)}
+    t = table(tmp_path_factory.mktemp("t"), options)
+    run(t, steps)
+    expected = full_compaction_oracle(steps, row_deduplicate)
+    if not t.snapshots():
+        assert expected == {}
+        return
+    changes = t.changes(0).read_all().to_pylist()
+    assert by_key(changes) == expected
+    assert by_key(changes) == by_key(pypaimon_changes(t.path, 0, t.snapshots()[-1]))
+
+
+def referenced_files(root: Path) -> set[str]:
+    """Every data and changelog file the kept snapshots and changelogs need, as pypaimon
+    reads their manifests (an independent reader of the metadata): a snapshot's live
+    data files and changelog files, a kept changelog's changelog files."""
+    from pypaimon.changelog.changelog_manager import ChangelogManager
+    from pypaimon.manifest.manifest_file_manager import ManifestFileManager
+    from pypaimon.manifest.manifest_list_manager import ManifestListManager
+
+    table = pypaimon_table(root)
+    lists, manifests = ManifestListManager(table), ManifestFileManager(table)
+
+    def names(metas, fold: bool) -> set[str]:
+        live: set[str] = set()
+        for meta in metas:
+            for e in manifests.read(meta.file_name):
+                (live.add if e.kind == 0 or not fold else live.discard)(e.file.file_name)
+        return live
+
+    out = set()
+    for i in mc.Table.open(root).snapshots():
+        snap = table.snapshot_manager().get_snapshot_by_id(i)
+        out |= names(lists.read_all(snap), fold=True)
+        out |= names(lists.read_changelog(snap), fold=False) if snap.changelog_manifest_list else set()
+    for changelog in ChangelogManager(table.file_io, str(root)).changelogs():
+        if changelog.changelog_manifest_list:
+            out |= names(lists.read_changelog(changelog), fold=False)
+        else:  # without a producer, a changelog's rows are its delta's added files
+            out |= {
+                n
+                for m in lists.read_delta(changelog)
+                for e in manifests.read(m.file_name)
+                if e.kind == 0
+                for n in [e.file.file_name]
+            }
+    return out
+
+
+def test_expire_keeps_the_changelogs_of_expired_snapshots(tmp_path):
+    options = {"changelog-producer": "input", "changelog.num-retained.min": "3", "changelog.num-retained.max": "3"}
+    t = table(tmp_path, options)
+    commits = [[(i, f"v{i}", "+I"), (0, f"z{i}", "+U")] for i in range(1, 6)]
+    for rows in commits:
+        commit(t, rows)
+    t.compact(full=True)  # snapshot 6: the level-0 data files leave the live set
+    before = by_key(t.changes(0).read_all().to_pylist())
+    result = t.expire(keep_snapshots=1, orphan_age=0)
+    # Snapshots 1..5 expire; their changelogs are kept, then the changelogs beyond the
+    # newest 3 snapshots (4, 5, 6) expire: 1, 2 and 3 go, 4 and 5 stay.
+    assert result["snapshots_removed"] == 5 and result["changelogs_removed"] == 3
+    root = Path(t.path)
+    assert sorted(p.name for p in (root / "changelog").glob("changelog-*")) == ["changelog-4", "changelog-5"]
+    assert (root / "changelog" / "LATEST").read_text() == "5" and (root / "changelog" / "EARLIEST").read_text() == "4"
+    assert by_key(t.changes(3).read_all().to_pylist()) == input_oracle(commits[3:])
+    with pytest.raises(mc.errors.InvalidInputError):
+        t.changes(2)
+    assert before == input_oracle(commits)
+    # Nothing a kept snapshot or changelog names went; the level-0 data files did.
+    on_disk = {p.name for p in root.glob("bucket-*/*.parquet")}
+    assert on_disk == referenced_files(root)
+    assert sum(p.startswith("changelog-") for p in on_disk) == 2 * 2  # changelogs 4 and 5, 2 buckets each
+    assert t.read().read_all().sort_by("k").to_pydict()["k"] == [0, 1, 2, 3, 4, 5]
+
+
+def test_expire_without_decoupled_changelogs_keeps_none(tmp_path):
+    t = table(tmp_path, {"changelog-producer": "input"})
+    for rows in COMMITS:
+        commit(t, rows)
+    assert t.expire(keep_snapshots=1, orphan_age=0)["changelogs_removed"] == 0
+    assert not (Path(t.path) / "changelog").exists()
+    assert by_key(t.changes(2).read_all().to_pylist()) == input_oracle(COMMITS[2:])
+
+
+def test_expire_keeps_the_delta_files_of_kept_changelogs_without_a_producer(tmp_path):
+    t = table(tmp_path, {"changelog.num-retained.min": "3", "changelog.num-retained.max": "3"})
+    commits = [[(i, f"v{i}", "+I"), (0, f"z{i}", "+U")] for i in range(1, 6)]
+    for rows in commits:
+        commit(t, rows)
+    t.compact(full=True)
+    names = {i: {Path(f["path"]).name for f in t.files(i)} for i in t.snapshots()}
+    added = {i: names[i] - names.get(i - 1, set()) for i in range(1, 6)}
+    t.expire(keep_snapshots=1, orphan_age=0)
+    root = Path(t.path)
+    assert by_key(t.changes(3).read_all().to_pylist()) == delta_oracle(commits[3:])
+    on_disk = {p.name for p in root.glob("bucket-*/*.parquet")}
+    assert on_disk == referenced_files(root) == names[6] | added[4] | added[5]  # commits 1 to 3's files went
+
+
+def test_an_overwrite_commits_no_changelog(tmp_path):
+    """As Paimon's overwrite ("Overwrite mode currently does not commit any changelog"):
+    the write's changelog files go, and changes() skips the OVERWRITE snapshot."""
+    t = table(tmp_path, {"changelog-producer": "input"})
+    commit(t, COMMITS[0])
+    t.write(pa.table({"k": [7], "v": ["g"]}), overwrite=True)
+    assert t.snapshot(2).commit_kind == "OVERWRITE" and t.snapshot(2).changelog_manifest_list is None
+    assert by_key(t.changes(0).read_all().to_pylist()) == input_oracle(COMMITS[:1])
+    on_disk = {p.name for p in Path(t.path).glob("bucket-*/*.parquet")}
+    assert on_disk == referenced_files(Path(t.path))
+
+
+MIXED_STEP = st.tuples(st.sampled_from(["merge-core", "pypaimon"]), ROWS) | st.just("compact")
+KIND_SCHEMA = pa.schema([*SCHEMA, ("op", pa.string())])  # rowkind.field: how pypaimon takes row kinds
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=st.lists(MIXED_STEP, min_size=1, max_size=6), producer=st.sampled_from(["none", "input"]))
+def test_changes_of_histories_both_writers_made_equal_pypaimons_streaming_read(tmp_path_factory, steps, producer):
+    """Commits by merge-core and pypaimon in random order, compactions by merge-core:
+    changes() between two snapshots equals pypaimon's streaming read of them."""
+    options = {"changelog-producer": producer, "rowkind.field": "op"}
+    root = tmp_path_factory.mktemp("t") / "db.db" / "t"
+    t = mc.Table.create(root, KIND_SCHEMA, key="k", buckets=2, options=options)
+    for step in steps:
+        if step == "compact":
+            t.compact(full=True)
+            continue
+        writer_name, rows = step
+        if writer_name == "pypaimon":  # pypaimon folds a commit's versions of a key itself: one version each
+            rows = list({k: (k, v, kind) for k, v, kind in rows}.values())
+        data = pa.table({"k": [r[0] for r in rows], "v": [r[1] for r in rows], "op": [r[2] for r in rows]})
+        if writer_name == "merge-core":
+            t.write(data)
+        else:
+            pypaimon_commit(pypaimon_table(root), data.to_pylist(), KIND_SCHEMA)
+    ids = t.snapshots()
+    if not ids:
+        return
+    for start in (0, ids[len(ids) // 2]):
+        assert by_key(t.changes(start).read_all().to_pylist()) == by_key(pypaimon_changes(root, start, ids[-1]))
+
+
+def test_input_changelog_orders_a_keys_rows_as_the_write_sorts_them(tmp_path):
+    """Paimon's write buffer sorts by key, then sequence.field, then write order: the
+    changelog holds a key's rows in that order (all of them, whatever the merge engine
+    folds them into)."""
+    schema = pa.schema([pa.field("k", pa.int64(), False), ("v", pa.string()), ("ts", pa.int64())])
+    options = {"changelog-producer": "input", "merge-engine": "partial-update", "sequence.field": "ts"}
+    t = mc.Table.create(tmp_path / "db.db" / "t", schema, key="k", buckets=1, options=options)
+    t.write(pa.table({"k": [2, 1, 1, 1], "v": ["x", "a", None, "c"], "ts": [1, 5, 2, 5]}, schema=schema))
+    changes = t.changes(0).read_all().to_pydict()
+    assert changes == {"_row_kind": ["+I"] * 4, "k": [1, 1, 1, 2], "v": [None, "a", "c", "x"], "ts": [2, 5, 5, 1]}
+    assert changes == pa.Table.from_pylist(pypaimon_changes(t.path, 0, 1)).select(list(changes)).to_pydict()
+    assert t.read().read_all().to_pydict() == {"k": [1, 2], "v": ["c", "x"], "ts": [5, 1]}
+
+
+def test_changes_of_postponed_rows_are_refused_by_name(tmp_path):
+    """A postponed-bucket table's writes wait in bucket-postpone/ unsorted: changes() says
+    so rather than take the file for a damaged one; the compaction's rows it reads."""
+    options = {"bucket": "-2", "postpone.batch-write-fixed-bucket": "false"}
+    t = mc.Table.create(tmp_path / "db.db" / "t", SCHEMA, key="k", options=options)
+    t.write(pa.table({"k": [3, 1, 2], "v": ["c", "a", "b"]}))
+    with pytest.raises(mc.errors.UnsupportedFeatureError, match="postponed buckets"):
+        t.changes(0)
+    t.compact()
+    assert t.changes(1).read_all().num_rows == 0  # a COMPACT commit: no changes without a producer
+
+
+def test_a_changelog_producer_on_a_postponed_table_is_refused_by_name(tmp_path):
+    options = {"bucket": "-2", "changelog-producer": "full-compaction"}
+    t = mc.Table.create(tmp_path / "db.db" / "t", SCHEMA, key="k", options=options)
+    for act in (lambda: t.write(pa.table({"k": [1], "v": ["a"]})), t.compact):
+        with pytest.raises(mc.errors.UnsupportedFeatureError, match="postponed-bucket"):
+            act()
+
+
+def test_expire_removes_changelog_files_of_the_tables_own_prefix(tmp_path):
+    t = table(tmp_path, {"changelog-producer": "input", "changelog-file.prefix": "cl-"})
+    for rows in COMMITS:
+        commit(t, rows)
+    t.expire(keep_snapshots=1, orphan_age=0)
+    on_disk = {p.name for p in Path(t.path).glob("bucket-*/*.parquet")}
+    assert on_disk == referenced_files(Path(t.path))  # the expired snapshots' cl- files went
+
+
+def test_input_changelog_of_a_deletion_vector_table(tmp_path):
+    """Writes to a deletion-vector table are compacted by lookup before they commit; their
+    changelog is still the input rows, in the APPEND snapshot. Two writes of one bucket
+    committed together (a Spark job's tasks) are compacted again, together: both
+    changelogs stay."""
+    t = table(tmp_path, {"changelog-producer": "input", "deletion-vectors.enabled": "true"}, buckets=1)
+    commit(t, COMMITS[0])
+    writes = []
+    for rows in COMMITS[1:]:
+        with t.new_write(row_kind="op") as w:
+            w.write(pa.table({"k": [r[0] for r in rows], "v": [r[1] for r in rows], "op": [r[2] for r in rows]}))
+            writes += w.prepare_commit()
+    t.commit(writes)
+    changes = by_key(t.changes(0).read_all().to_pylist())
+    assert changes == input_oracle(COMMITS)
+    assert changes == by_key(pypaimon_changes(t.path, 0, t.snapshots()[-1]))
+    assert {p.name for p in Path(t.path).glob("bucket-*/*.parquet")} == referenced_files(Path(t.path))
