@@ -79,8 +79,6 @@ def local_session(
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         "spark.sql.execution.arrow.maxRecordsPerBatch": "65536",
         "spark.sql.shuffle.partitions": str(os.cpu_count() or 2),
-        # the merge_core source prunes partitions by the filters Spark pushes to it
-        "spark.sql.python.filterPushdown.enabled": "true",
         **settings,
     }
     builder = SparkSession.builder.master(master).appName(app_name)
@@ -147,12 +145,14 @@ def check_workers(spark: SparkSession) -> None:
     _CHECKED_APPLICATIONS.add(application)
 
 
-def register(spark: SparkSession) -> None:
-    """Registers merge-core's data source with ``spark`` as ``merge_core`` (see
-    ``merge_core.spark._source.register``); PySpark is imported only here."""
+def register(spark: SparkSession, pushdown: bool = False) -> None:
+    """Registers merge-core's data source with ``spark`` as ``merge_core``; with
+    ``pushdown=True``, filters on partition and key columns prune its reads, which Spark
+    4.3 gets wrong for a DataFrame queried twice (see ``merge_core.spark._source.register``).
+    PySpark is imported only here."""
     from ._source import register as register_source
 
-    register_source(spark)
+    register_source(spark, pushdown)
 
 
 def _is_connect(spark: SparkSession) -> bool:

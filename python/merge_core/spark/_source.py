@@ -65,20 +65,24 @@ _WRITE = {
 _WRITE_THREADS = 2  # each task sorts while another thread encodes its files (Spark runs a task per core)
 
 
-def register(spark: Any) -> None:
+def register(spark: Any, pushdown: bool = False) -> None:
     """Registers the source with ``spark`` under the name ``merge_core``.
 
-    Filters on partition columns prune the read when the session has
-    ``spark.sql.python.filterPushdown.enabled`` on at this call (``local_session`` turns it
-    on); otherwise a source that takes no filters is registered, since Spark refuses to
-    read one that does while the setting is off. Registering is per session, not on
+    With ``pushdown=True`` the session's ``spark.sql.python.filterPushdown.enabled`` is
+    turned on and filters on partition and key columns prune the read (docs/spark.md).
+    It is off by default because Spark 4.3 keeps the splits a query with pushed filters
+    planned on the DataFrame's source and reads them again for the next query of that
+    DataFrame or view (of the rows that filter kept, as of that snapshot): turn it on
+    only where each filtered query loads the table afresh. Without it the source takes
+    no filters and Spark filters every row itself. Registering is per session, not on
     import: importing this module has no session to register with, and must not start one.
 
     >>> mcs.register(spark)  # doctest: +SKIP
     >>> spark.read.format("merge_core").load("/lake/db.db/orders").where("day = '2024-06-01'")  # doctest: +SKIP
     """
-    pushes = str(spark.conf.get(PUSHDOWN_SETTING, "false")).strip().lower() == "true"
-    spark.dataSource.register(Source if pushes else SourceWithoutPushdown)
+    if pushdown:
+        spark.conf.set(PUSHDOWN_SETTING, "true")  # Spark refuses a source that takes filters without it
+    spark.dataSource.register(Source if pushdown else SourceWithoutPushdown)
 
 
 @dataclass(frozen=True)
@@ -131,8 +135,8 @@ class Source(DataSource):
 
 
 class SourceWithoutPushdown(Source):
-    """The source for sessions with ``spark.sql.python.filterPushdown.enabled`` off: the
-    same reads, every filter left to Spark."""
+    """The source ``register`` registers by default: the same reads, every filter left
+    to Spark (whatever ``spark.sql.python.filterPushdown.enabled`` says)."""
 
     pushes_filters = False
 
