@@ -15,4 +15,6 @@ cargo test --release --features python --all-targets --no-run --quiet
 cargo test --release --features python --quiet
 .venv/bin/ruff check python tests benches
 .venv/bin/ruff format --check python tests benches
-.venv/bin/python -m pytest tests python/merge_core --doctest-modules "$@"
+# Two pytest workers (pytest-xdist): the Spark tests share one of them and its JVM
+# (tests/conftest.py groups them), the rest spread over both.
+.venv/bin/python -m pytest tests python/merge_core --doctest-modules -n "${PYTEST_WORKERS:-2}" --dist loadgroup "$@"
