@@ -15,6 +15,8 @@ cargo test --release --features python --all-targets --no-run --quiet
 cargo test --release --features python --quiet
 .venv/bin/ruff check python tests benches
 .venv/bin/ruff format --check python tests benches
-# Two pytest workers (pytest-xdist): the Spark tests share one of them and its JVM
-# (tests/conftest.py groups them), the rest spread over both.
-.venv/bin/python -m pytest tests python/merge_core --doctest-modules -n "${PYTEST_WORKERS:-2}" --dist loadgroup "$@"
+# Two pytest workers (pytest-xdist), each taking a whole test file at a time: a file's
+# module fixtures (a Spark cluster, a built wheel) are made once, in one process. (Not
+# --dist loadgroup: xdist 3.8 cannot rename test ids under pytest 9.2, so its groups
+# are silently ignored.)
+.venv/bin/python -m pytest tests python/merge_core --doctest-modules -n "${PYTEST_WORKERS:-2}" --dist loadfile "$@"

@@ -24,9 +24,6 @@ def spark():
 def pytest_collection_modifyitems(items):
     """The cluster tests run last: their driver stops the local session of the other Spark
     tests (a process has one SparkContext), which nothing starts again. Under pytest-xdist
-    (test.sh runs two workers) every test of a Spark session runs in one worker, in this
-    order, so the tests share one JVM and a cluster test never stops another's session."""
+    (test.sh runs two workers, a test file each at a time) the cluster tests' file is
+    then the last handed out, so no test of that worker's local session follows it."""
     items.sort(key=lambda item: item.get_closest_marker("cluster") is not None)
-    for item in items:
-        if "spark" in getattr(item, "fixturenames", ()) or item.get_closest_marker("cluster"):
-            item.add_marker(pytest.mark.xdist_group("spark"))
