@@ -17,6 +17,7 @@ SECTIONS = {
     "upsert": "Contest upsert read",
     "sort": "External sort",
     "table": "Writing a Paimon table",
+    "lookup": "Point lookups in a Paimon table",
     "spark": "Contest upsert as a Spark job",
 }
 

@@ -6,7 +6,8 @@ Suites (each in its own module, each returning a report section):
 (external sort at 8x the memory limit), ``table`` (writing a Paimon table: merge-core vs
 pypaimon and pypaimon-rust, merge-core's compaction; dynamic partition pruning),
 ``paimon`` (a Paimon table written by pypaimon, read by merge-core, pypaimon and
-pypaimon-rust), ``spark`` (the contest upsert as a Spark job).
+pypaimon-rust), ``lookup`` (point lookups in that table, by each of them), ``spark``
+(the contest upsert as a Spark job).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ SCALES = {
     "small": Scale(200_000, 16, 100_000, 16 * MiB, 2),
     "full": Scale(2_000_000, 16, 1_000_000, 64 * MiB, 3),
 }
-SUITES = ["kway", "upsert", "sort", "table", "paimon", "spark"]
+SUITES = ["kway", "upsert", "sort", "table", "paimon", "lookup", "spark"]
 SORT_FACTOR = 8
 
 
@@ -97,6 +98,10 @@ def run_suite(suite: str, folder: str, size: Scale, repeat: int, spark) -> Secti
         from . import _paimon
 
         return _paimon.run(folder, size.base_rows, repeat)
+    if suite == "lookup":
+        from . import _lookup
+
+        return _lookup.run(folder, size.base_rows, repeat)
     from . import _spark
 
     if spark is None:
