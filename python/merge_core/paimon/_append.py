@@ -46,6 +46,7 @@ from ..errors import CorruptTableError, InvalidInputError, TableIOError, Unsuppo
 from ..fs import Location
 from ..inputs import as_stream_source, batches_of, check_threads, parse_size
 from . import _binary, _key_order
+from ._batches import BatchStream
 from ._commit import CommitMessage
 from ._meta import DataFile
 from ._options import bool_option, double_option, int_option, memory_bytes
@@ -298,7 +299,7 @@ def read_schema(schema: TableSchema, columns: Sequence[str]) -> pa.Schema:
     return pa.schema([schema.field(c).arrow() for c in columns])
 
 
-class AppendStream:
+class AppendStream(BatchStream):
     """The rows of an append table's splits, file after file in plan order, the files
     decoded ``threads`` at a time ahead of the reader: each file's ``read`` columns (those
     its :class:`FileRead` maps), given as ``columns``. Iterable, with ``schema``,
@@ -385,19 +386,6 @@ class AppendStream:
             keep[f.deleted.astype(np.int64)] = False
             out = out.filter(pa.array(keep))
         return out.select(self.columns)
-
-    def __iter__(self) -> AppendStream:
-        return self
-
-    def __next__(self) -> pa.RecordBatch:
-        return next(self._batches)
-
-    def read_all(self) -> pa.Table:
-        return pa.Table.from_batches(list(self), self.schema)
-
-    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object:
-        reader = pa.RecordBatchReader.from_batches(self.schema, self)
-        return reader.__arrow_c_stream__(requested_schema)
 
 
 # -- compaction ------------------------------------------------------------------------

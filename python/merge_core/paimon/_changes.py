@@ -26,6 +26,7 @@ import pyarrow as pa
 from ..errors import CorruptTableError, InvalidInputError, TableNotFoundError, UnsupportedFeatureError
 from ..fs import Location
 from . import _binary, _key_order
+from ._batches import BatchStream
 from ._changelog import producer
 from ._meta import ADD, MANIFEST_VERSIONS, DataFile, Snapshot, read_avro, snapshot_ids
 from ._paths import ManifestPaths, file_name
@@ -126,7 +127,7 @@ def ordered(files: list[ChangeFile], partition_types: list[pa.DataType]) -> list
     return sorted(files, key=lambda f: (f.snapshot, partition[f.file.partition], f.file.bucket, position[id(f)]))
 
 
-class ChangeStream:
+class ChangeStream(BatchStream):
     """The rows of change files as a read gives them (the table's columns and
     ``_VALUE_KIND``), turned into ``_row_kind`` then the columns asked for: a
     :class:`merge_core.Stream` in all it offers (``schema``, ``stats``, iteration,
@@ -149,16 +150,3 @@ class ChangeStream:
         for batch in self._stream:
             kinds = self._names.take(batch.column(VALUE_KIND))
             yield pa.RecordBatch.from_arrays([kinds, *(batch.column(c) for c in self._columns)], schema=self.schema)
-
-    def __iter__(self) -> ChangeStream:
-        return self
-
-    def __next__(self) -> pa.RecordBatch:
-        return next(self._batches)
-
-    def read_all(self) -> pa.Table:
-        return pa.Table.from_batches(list(self), self.schema)
-
-    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object:
-        reader = pa.RecordBatchReader.from_batches(self.schema, self)
-        return reader.__arrow_c_stream__(requested_schema)

@@ -27,6 +27,7 @@ import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 
 from ..errors import InvalidInputError
+from ._batches import BatchStream
 
 # A column's statistics: (min, max, null count, row count); min/max None: unknown (or no
 # value that is not null), null count None: unknown.
@@ -366,7 +367,7 @@ def stats_value(value: Any, t: pa.DataType) -> Any:
 # -- the exact filter -------------------------------------------------------------------
 
 
-class FilteredStream:
+class FilteredStream(BatchStream):
     """A read's merged batches with the filter applied to each (vectorised), then cut to
     the columns asked for; ``stats`` are the read's with ``rows_filtered_out`` added."""
 
@@ -393,16 +394,3 @@ class FilteredStream:
             for out in kept.select(self._columns).to_batches():
                 if out.num_rows:
                     yield out
-
-    def __iter__(self) -> FilteredStream:
-        return self
-
-    def __next__(self) -> pa.RecordBatch:
-        return next(self._batches)
-
-    def read_all(self) -> pa.Table:
-        return pa.Table.from_batches(list(self), self.schema)
-
-    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object:
-        reader = pa.RecordBatchReader.from_batches(self.schema, self)
-        return reader.__arrow_c_stream__(requested_schema)
