@@ -7,6 +7,7 @@ from __future__ import annotations
 import merge_core as mc
 import oracle
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from helpers import pypaimon_rust_rows
@@ -437,3 +438,26 @@ def test_file_uris_are_local_tables_and_unknown_schemes_are_refused(tmp_path, mo
         with pytest.raises(mc.UnsupportedFeatureError, match="not supported yet"):
             mc.Table.open(path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a table"], "no local folder named after a scheme"
+
+
+def test_every_read_and_merge_returns_an_mc_stream(tmp_path):
+    """Native streams and the reads Python shapes after them are one type, with one
+    protocol: stats, iteration, read_all and the Arrow C stream."""
+    keyed = mc.Table.create(tmp_path / "t", SCHEMA, key="k", partition_by="p", buckets=2)
+    plain = mc.Table.create(tmp_path / "a", SCHEMA, key=None)
+    data = pa.table({"k": [1, 2], "p": ["x", "y"], "ts": [1, 1], "v": [1, 2]}).cast(SCHEMA)
+    keyed.write(data)
+    plain.write(data)
+    streams = {
+        "merge": mc.merge([data], key="k"),
+        "sort": mc.sort(data, key="k"),
+        "read": keyed.read(),
+        "filtered read": keyed.read(filter=pc.field("v") > 1),
+        "append read": plain.read(),
+        "changes": keyed.changes(0),
+    }
+    for name, stream in streams.items():
+        assert isinstance(stream, mc.Stream), name
+        assert isinstance(stream.stats, dict), name
+        got = pa.RecordBatchReader.from_stream(stream).read_all()
+        assert got.num_rows == (1 if name == "filtered read" else 2), name

@@ -32,7 +32,7 @@ _LAZY = {
     "Algorithm": "._merge",
     "sort": "._sort",
     "SortBuffer": "._sort",
-    "Stream": "._native",
+    "Stream": "._stream",
     "Deduplicate": ".merge_functions",
     "FirstRow": ".merge_functions",
     "PartialUpdate": ".merge_functions",
@@ -51,8 +51,9 @@ TYPE_CHECKING = False  # typing's, without importing typing (a few ms before Ctr
 if TYPE_CHECKING:
     from ._filter import DynamicFilter
     from ._merge import Algorithm, merge
-    from ._native import Stream, __version__
+    from ._native import __version__
     from ._sort import SortBuffer, sort
+    from ._stream import Stream
     from .merge_functions import Aggregate, Deduplicate, FirstRow, MergeSpec, PartialUpdate
     from .paimon import Catalog, PaimonMerge, Table, merge_from_paimon_options, paimon_options
 

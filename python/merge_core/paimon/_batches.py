@@ -8,9 +8,12 @@ from collections.abc import Iterator
 
 import pyarrow as pa
 
+from .. import Stream
 
-class BatchStream:
-    """Batches of ``schema`` from the iterator ``_batches``, read once."""
+
+class BatchStream(Stream):
+    """Batches of ``schema`` from the iterator ``_batches``, read once: a
+    :class:`merge_core.Stream` whose subclass gives its own ``stats``."""
 
     schema: pa.Schema
     _batches: Iterator[pa.RecordBatch]
