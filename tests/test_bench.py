@@ -18,6 +18,7 @@ SECTIONS = {
     "sort": "External sort",
     "table": "Writing a Paimon table",
     "lookup": "Point lookups in a Paimon table",
+    "append": "Reading an append-only Paimon table",
     "spark": "Contest upsert as a Spark job",
 }
 

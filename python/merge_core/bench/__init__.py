@@ -35,7 +35,7 @@ SCALES = {
     "small": Scale(200_000, 16, 100_000, 16 * MiB, 2),
     "full": Scale(2_000_000, 16, 1_000_000, 64 * MiB, 3),
 }
-SUITES = ["kway", "upsert", "sort", "table", "paimon", "lookup", "spark"]
+SUITES = ["kway", "upsert", "sort", "table", "paimon", "lookup", "append", "spark"]
 SORT_FACTOR = 8
 
 
@@ -102,6 +102,10 @@ def run_suite(suite: str, folder: str, size: Scale, repeat: int, spark) -> Secti
         from . import _lookup
 
         return _lookup.run(folder, size.base_rows, repeat)
+    if suite == "append":
+        from . import _append_table
+
+        return _append_table.run(folder, size.base_rows, repeat)
     from . import _spark
 
     if spark is None:
