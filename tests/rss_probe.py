@@ -62,6 +62,8 @@ def main() -> None:
     from_file = sys.argv[4:] == ["file"]
     if sys.argv[4:] == ["table"]:
         return write_table(limit, kind, key)
+    if sys.argv[4] in ("read", "compact"):
+        return read_table(limit, kind, key, sys.argv[4], int(sys.argv[5]))
     next(batches(1, kind))  # warm up imports and allocators
     with tempfile.TemporaryDirectory() as folder:
         if from_file:  # the data written to a Parquet file first, which the sort reads itself
@@ -96,6 +98,33 @@ def write_table(limit: int, kind: str, key: list[str]) -> None:
         peak = peak_rss()
         rows = sum(f["rows"] for f in table.files())
         print(json.dumps({"rows": rows, "rows_out": rows, "peak_over_base": peak - base, **figures}))
+
+
+def read_table(size: int, kind: str, key: list[str], step: str, runs: int) -> None:
+    """A one-bucket table of ``runs`` commits holding ``size`` bytes of generated rows in
+    all, then read whole on one thread (``read``: each batch dropped once counted) or
+    fully compacted (``compact``), measured from a high-water mark reset after writing."""
+    with tempfile.TemporaryDirectory() as folder:
+        generated = batches(size, kind)
+        first = next(generated)
+        table = mc.Table.create(os.path.join(folder, "t"), first.schema, key=key, buckets=1)
+        commits = [[] for _ in range(runs)]
+        for i, batch in enumerate(itertools.chain([first], generated)):
+            commits[i % runs].append(batch)
+        del first, batch
+        for parts in commits:  # row groups of a megabyte: files of many row groups (16 MiB / 16)
+            table.write(parts, memory_limit="16MiB")
+            parts.clear()
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")  # the high-water mark starts again from here
+        base = rss()
+        if step == "read":
+            measure(table.read(batch_size=8192, threads=1), key, base)
+            return
+        table.compact(full=True)
+        peak = peak_rss()
+        rows = sum(f["rows"] for f in table.files())
+        print(json.dumps({"rows": rows, "peak_over_base": peak - base, "files": len(table.files())}))
 
 
 def measure(stream, key: list[str], base: int) -> None:

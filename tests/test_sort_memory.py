@@ -143,3 +143,25 @@ def test_no_batch_of_an_iterable_is_held_once_taken(tmp_path):
     table = mc.Table.create(tmp_path / "db.db" / "t", wide_rows(1).schema, key="k", buckets=1)
     assert table.write(batches(), memory_limit="256KiB")["rows"] == 256
     assert alive and not any(alive), alive
+
+
+def probe_read(size: int, runs: int) -> dict:
+    script = os.path.join(os.path.dirname(__file__), "rss_probe.py")
+    command = [sys.executable, script, str(size), "str", "k", "read", str(runs)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_a_tables_read_holds_a_few_batches_per_run_whatever_its_size():
+    """A merged read holds, for each run, the batch being merged and the next one decoded
+    ahead (with the pages it is cut from), plus the output batch: bounded by the runs and
+    the batch size, not by the rows. Four times the rows, the same peak. (8 runs of
+    8,192-row batches of 141-byte rows: 9 MiB of batches, twice over, and the allocators'
+    slack.)"""
+    runs, batch_bytes = 8, 8192 * (8 + 124 + 8 + 1)
+    small, large = probe_read(64 * MIB, runs), probe_read(256 * MIB, runs)
+    assert small["runs"] == large["runs"] == runs
+    assert large["rows"] == 4 * small["rows"]
+    assert large["peak_over_base"] <= 1.15 * small["peak_over_base"] + 4 * MIB, (small, large)
+    assert large["peak_over_base"] <= runs * 4 * batch_bytes + 24 * MIB, large
