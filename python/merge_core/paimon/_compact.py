@@ -1,20 +1,27 @@
-"""Choosing what a compaction merges: the buckets to rewrite, as tasks a driver plans
-and any worker runs (``Table.compact_bucket``)."""
+"""Choosing what a compaction merges: in each bucket, the sorted runs Paimon's universal
+compaction picks (``_universal``), as tasks a driver plans and any worker runs
+(``Table.compact_bucket``); a full compaction takes every bucket whole, into the top
+level."""
 
 from __future__ import annotations
 
+import dataclasses
+import datetime
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InvalidInputError
-from ._options import int_option
+from ._options import bool_option, int_option
 from ._schema import TableSchema
+from ._universal import SortedRun, Universal, pick
 
 
 @dataclass(frozen=True)
 class CompactTask:
     """One bucket's files (their manifest entries) to merge into one file at ``level``,
-    deletes dropped. Picklable: the unit of work of a compaction."""
+    deletes dropped if ``drop_deletes`` (else kept, with their sequence numbers, for the
+    older rows below). ``kept``: the names of the bucket's other files above level 0,
+    which the compaction leaves. Picklable: the unit of work of a compaction."""
 
     snapshot: int
     partition: bytes
@@ -22,6 +29,8 @@ class CompactTask:
     total_buckets: int
     level: int
     entries: tuple[dict[str, Any], ...]
+    drop_deletes: bool = True
+    kept: tuple[str, ...] = ()
 
 
 def compaction_tasks(
@@ -30,21 +39,136 @@ def compaction_tasks(
     schema: TableSchema,
     full: bool,
     marked: frozenset[tuple[bytes, int]] = frozenset(),
+    lookup: bool = False,
 ) -> list[CompactTask]:
     """A task for each bucket of the live ``entries`` that needs compacting, in
-    (partition, bucket) order; a full compaction also rewrites the buckets whose rows
-    deletion vectors hide (``marked``: their (partition, bucket))."""
+    (partition, bucket) order: ``full``, the whole bucket into the top level unless it
+    is one top-level file without retracts (or its rows are hidden by deletion vectors:
+    ``marked``, the (partition, bucket) of each); otherwise the runs Paimon's universal
+    compaction picks (``lookup``: a deletion-vector or first-row table, see
+    :func:`_universal_task`)."""
     top = top_level(schema)
-    trigger = int_option(schema.options, "num-sorted-run.compaction-trigger", 5)
     by_bucket: dict[tuple[bytes, int], list[dict[str, Any]]] = {}
     for e in entries:
         by_bucket.setdefault((e["_PARTITION"], e["_BUCKET"]), []).append(e)
-    return [
-        CompactTask(snapshot, partition, bucket, group[0]["_TOTAL_BUCKETS"], top, tuple(group))
-        for (partition, bucket), group in sorted(by_bucket.items())
-        if _needs_compaction([e["_FILE"] for e in group], top, full, trigger)
-        or (full and (partition, bucket) in marked)
-    ]
+    if full:
+        return [
+            CompactTask(snapshot, partition, bucket, group[0]["_TOTAL_BUCKETS"], top, tuple(group))
+            for (partition, bucket), group in sorted(by_bucket.items())
+            if _needs_full_compaction([e["_FILE"] for e in group], top) or (partition, bucket) in marked
+        ]
+    picked = (_universal_task(snapshot, schema, top, group, lookup) for _, group in sorted(by_bucket.items()))
+    return [task for task in picked if task is not None]
+
+
+def bucket_runs(group: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """A bucket's files (manifest entries) as Paimon's ``Levels`` lists its sorted runs:
+    each level-0 file alone, newest (largest maximum sequence number) first, then the
+    files of each level above, lowest level first."""
+    zero = sorted((e for e in group if e["_FILE"]["_LEVEL"] == 0), key=_level_zero_order)
+    levels = sorted({e["_FILE"]["_LEVEL"] for e in group} - {0})
+    return [[e] for e in zero] + [[e for e in group if e["_FILE"]["_LEVEL"] == lv] for lv in levels]
+
+
+def _level_zero_order(entry: dict[str, Any]) -> tuple:
+    """``Levels``' order of level-0 files: maximum sequence number descending, then
+    minimum sequence number, creation time and name ascending."""
+    f = entry["_FILE"]
+    created = f.get("_CREATION_TIME")
+    return (-f["_MAX_SEQUENCE_NUMBER"], f["_MIN_SEQUENCE_NUMBER"], _epoch_ms(created) or 0, f["_FILE_NAME"])
+
+
+def _universal_task(
+    snapshot: int, schema: TableSchema, top: int, group: list[dict[str, Any]], lookup: bool
+) -> CompactTask | None:
+    """The task of a bucket's universal pick (None: nothing to compact), with Paimon's
+    ``MergeTreeCompactManager`` rules: a pick of one file already at its output level is
+    no compaction; deletes are dropped when the output is the bucket's highest level (or
+    any level above 0 with deletion vectors). ``lookup``: a deletion-vector or first-row
+    table, whose level-0 runs are forced up when nothing else is picked."""
+    runs = bucket_runs(group)
+    num_levels = max(top + 1, max(e["_FILE"]["_LEVEL"] for e in group) + 1)
+    unit = pick(num_levels, [_sorted_run(run) for run in runs], _rules(schema.options, runs, num_levels, lookup))
+    if unit is None:
+        return None
+    picked = [e for run in runs[: unit.runs] for e in run]
+    if len(picked) == 1 and picked[0]["_FILE"]["_LEVEL"] == unit.level:
+        return None
+    highest = runs[-1][0]["_FILE"]["_LEVEL"]
+    drop = unit.level != 0 and (unit.level >= highest or bool_option(schema.options, "deletion-vectors.enabled"))
+    level = unit.level
+    if unit.runs < len(runs) and _needs_whole_bucket(schema.options, picked, drop, lookup):
+        picked, level, drop = group, num_levels - 1, True
+    names = {e["_FILE"]["_FILE_NAME"] for e in picked}
+    kept = sorted(
+        e["_FILE"]["_FILE_NAME"] for e in group if e["_FILE"]["_LEVEL"] > 0 and e["_FILE"]["_FILE_NAME"] not in names
+    )
+    first = group[0]
+    return CompactTask(
+        snapshot,
+        first["_PARTITION"],
+        first["_BUCKET"],
+        first["_TOTAL_BUCKETS"],
+        level,
+        tuple(picked),
+        drop,
+        tuple(kept),
+    )
+
+
+def _sorted_run(run: list[dict[str, Any]]) -> SortedRun:
+    return SortedRun(run[0]["_FILE"]["_LEVEL"], sum(e["_FILE"]["_FILE_SIZE"] for e in run))
+
+
+def _rules(options: dict[str, str], runs: list[list[dict[str, Any]]], num_levels: int, lookup: bool) -> Universal:
+    """The pick's rules; the bucket was last fully compacted when its newest top-level
+    file was written, as Paimon's writer estimates it when it starts."""
+    oldest = runs[-1]
+    last_full = None
+    if oldest[0]["_FILE"]["_LEVEL"] == num_levels - 1:
+        last_full = max((_epoch_ms(e["_FILE"].get("_CREATION_TIME")) for e in oldest), key=lambda t: t or -1)
+    rules = Universal.of(options, last_full=last_full)
+    return dataclasses.replace(rules, force_up_level_0=True) if lookup else rules
+
+
+def _needs_whole_bucket(options: dict[str, str], picked: list[dict[str, Any]], drop: bool, lookup: bool) -> bool:
+    """Whether a pick that leaves runs out must take the whole bucket into the top level
+    instead, because merge-core's merge of it would not be Paimon's:
+
+    - on a lookup table, level-0 files go up only by lookup (Paimon's
+      ``LookupMergeTreeCompactRewriter`` marks or drops the rows they replace above), which
+      ``compact()`` does not do: the whole bucket leaves nothing above to look up;
+    - merge-core's folds of partial-update and aggregation output no retract (a lone
+      ``-U`` or ``-D``, a ``remove-record-on-delete``): kept below the top (``drop`` false),
+      it would be lost, so the bucket goes to the top, where Paimon drops retracts too.
+    """
+    if lookup and any(e["_FILE"]["_LEVEL"] == 0 for e in picked):
+        return True
+    return not drop and not _keeps_retracts(options) and any(_may_retract(e) for e in picked)
+
+
+def _keeps_retracts(options: dict[str, str]) -> bool:
+    """Whether merge-core's fold of the table can keep a retract below the top level, as
+    Paimon's merge does there: deduplicate's can (first-row's take none)."""
+    engine = options.get("merge-engine", "deduplicate").strip().lower()
+    return engine in ("deduplicate", "first-row")
+
+
+def _may_retract(entry: dict[str, Any]) -> bool:
+    """Whether a file may hold retracts: its delete-row count, unknown counting as some,
+    as Paimon counts it."""
+    count = entry["_FILE"].get("_DELETE_ROW_COUNT")
+    return count is None or count > 0
+
+
+def _epoch_ms(created: Any) -> int | None:
+    """A file's creation time (Paimon's local timestamp) in epoch milliseconds, as
+    Paimon's ``creationTimeEpochMillis`` reads it in the local time zone."""
+    if created is None:
+        return None
+    if not isinstance(created, datetime.datetime):
+        created = datetime.datetime(1970, 1, 1) + datetime.timedelta(milliseconds=int(created))
+    return int(created.replace(tzinfo=None).timestamp() * 1000)
 
 
 def top_level(schema: TableSchema) -> int:
@@ -63,8 +187,5 @@ def top_level(schema: TableSchema) -> int:
     return trigger
 
 
-def _needs_compaction(files: list[dict[str, Any]], top: int, full: bool, trigger: int) -> bool:
-    if full:
-        return len(files) > 1 or files[0]["_LEVEL"] != top or bool(files[0].get("_DELETE_ROW_COUNT"))
-    runs = sum(f["_LEVEL"] == 0 for f in files) + len({f["_LEVEL"] for f in files if f["_LEVEL"] > 0})
-    return runs >= trigger
+def _needs_full_compaction(files: list[dict[str, Any]], top: int) -> bool:
+    return len(files) > 1 or files[0]["_LEVEL"] != top or bool(files[0].get("_DELETE_ROW_COUNT"))

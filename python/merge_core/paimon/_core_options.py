@@ -136,7 +136,7 @@ def _options(*rows: tuple[str, Parse, str | Refusal, str | Refusal, str]) -> tup
 
 H, A = HONOURED, ACCEPTED
 STREAMING = "streaming reads and jobs only; a batch read does not use it"
-COMPACTION_TUNING = "how Paimon's compaction picks files; merge-core's compaction takes whole buckets"
+UNIVERSAL = "compact() picks a bucket's sorted runs by it, as Paimon's universal compaction does"
 WRITER_MEMORY = "a writer's buffers and spilling; merge-core's writes take memory_limit instead"
 LOOKUP = "lookup joins and lookup compaction; neither changes what a batch read returns"
 EXPIRY = "when snapshots, changelogs or tags expire; no rows of a kept snapshot change"
@@ -735,27 +735,45 @@ OPTIONS: tuple[CoreOption, ...] = _options(
         _int,
         A,
         H,
-        "sorted runs that make compact() take a bucket; with num-levels, the top level",
+        "the run count of compact()'s universal pick; without num-levels, the top level",
     ),
-    ("num-levels", _int, A, H, "compaction writes to level num-levels - 1"),
-    ("num-sorted-run.stop-trigger", _int, A, A, STREAMING),
+    ("num-levels", _int, A, H, "the top level (num-levels - 1): a compaction of every run writes there"),
+    (
+        "num-sorted-run.stop-trigger",
+        _int,
+        A,
+        A,
+        "stops Paimon's writers until their own compaction catches up; merge-core's writes do not compact",
+    ),
     (
         "compaction.force-rewrite-all-files",
         _bool,
         A,
         A,
-        "merge-core's compaction rewrites every file of a bucket anyway",
+        "merge-core's compactions rewrite every file they take anyway",
     ),
-    ("compaction.small-file-ratio", _double, A, A, COMPACTION_TUNING),
-    ("compaction.max-size-amplification-percent", _int, A, A, COMPACTION_TUNING),
-    ("compaction.force-up-level-0", _bool, A, A, COMPACTION_TUNING),
-    ("compaction.size-ratio", _int, A, A, COMPACTION_TUNING),
-    ("compaction.offpeak.start.hour", _int, A, A, COMPACTION_TUNING),
-    ("compaction.offpeak.end.hour", _int, A, A, COMPACTION_TUNING),
-    ("compaction.offpeak-ratio", _int, A, A, COMPACTION_TUNING),
-    ("compaction.optimization-interval", _duration, A, A, COMPACTION_TUNING),
-    ("compaction.total-size-threshold", _memory, A, A, COMPACTION_TUNING),
-    ("compaction.incremental-size-threshold", _memory, A, A, COMPACTION_TUNING),
+    (
+        "compaction.small-file-ratio",
+        _double,
+        A,
+        A,
+        "which picked files Paimon moves up a level without rewriting them; merge-core rewrites them (same rows)",
+    ),
+    ("compaction.max-size-amplification-percent", _int, A, H, UNIVERSAL),
+    ("compaction.force-up-level-0", _bool, A, H, UNIVERSAL),
+    ("compaction.size-ratio", _int, A, H, UNIVERSAL),
+    ("compaction.offpeak.start.hour", _int, A, H, UNIVERSAL),
+    ("compaction.offpeak.end.hour", _int, A, H, UNIVERSAL),
+    ("compaction.offpeak-ratio", _int, A, H, UNIVERSAL),
+    (
+        "compaction.optimization-interval",
+        _duration,
+        A,
+        H,
+        "compact() takes a bucket whole once this long has passed since its top-level files were written",
+    ),
+    ("compaction.total-size-threshold", _memory, A, H, UNIVERSAL),
+    ("compaction.incremental-size-threshold", _memory, A, H, UNIVERSAL),
     ("compaction.min.file-num", _int, A, A, "append tables only (see below)"),
     ("compaction.file-num-limit", _int, A, A, "how many files Paimon's append compaction plans in one go"),
     ("compaction.delete-ratio-threshold", _double, A, A, "append tables with deletion vectors (refused)"),

@@ -42,8 +42,9 @@ from ._changes import ordered as ordered_changes
 from ._commit import CommitMessage, Committer, summary
 from ._compact import CompactTask, compaction_tasks, top_level
 from ._core_options import READ, SNAPSHOT_CHOICE, WRITE, check_options, refuse
-from ._dv import DvUpdate, bucket_index_files
+from ._dv import DvUpdate, bucket_index_files, deleted_positions, write_index
 from ._expire import expire_snapshots
+from ._hash_index import index_file
 from ._key_filter import first_key_bounds
 from ._lookup import LookupCompaction, needs_lookup
 from ._merge_options import PaimonMerge, merge_from_paimon_options, paimon_options
@@ -643,9 +644,10 @@ class Table:
         return self.write(deletes, row_kind=VALUE_KIND, memory_limit=memory_limit)
 
     def compact(self, full: bool = False, threads: int | None = None) -> dict[str, int | None]:
-        """Merges the files of buckets into one sorted run at the top level each, as one
-        COMPACT commit (:meth:`plan_compaction`, :meth:`compact_bucket` per bucket on
-        ``threads`` threads, default one per core, then :meth:`commit`). Returns the
+        """Merges, in each bucket, the sorted runs Paimon's universal compaction picks
+        into one file at the level it picks (``full``: every file of a bucket, into the
+        top level), as one COMPACT commit (:meth:`plan_compaction`, :meth:`compact_bucket`
+        per bucket on ``threads`` threads, default one per core, then :meth:`commit`). Returns the
         snapshot, files merged and files written. A postponed-bucket table's compaction
         first moves the rows waiting in its partitions' ``bucket-postpone/`` into real
         buckets, in the same commit (docs/table-format.md, "Postponed buckets")."""
@@ -676,8 +678,10 @@ class Table:
 
     def plan_compaction(self, full: bool = False) -> list[CompactTask]:
         """The buckets a compaction merges, one picklable task each: ``full``, every
-        bucket not already one file at the top level without retracts; otherwise the
-        buckets with at least ``num-sorted-run.compaction-trigger`` (5) sorted runs."""
+        bucket not already one file at the top level without retracts; otherwise, in
+        each bucket, the sorted runs Paimon's universal compaction picks and the level it
+        puts them in (``_compact``; Paimon's forced level-0 pick too on deletion-vector
+        and first-row tables, as Paimon's lookup tables do)."""
         refuse(self._schema.options, WRITE, append=self._append)
         latest = latest_snapshot_id(self._root)
         if latest is None:
@@ -693,11 +697,13 @@ class Table:
             )
         vectors = deletion_vectors(self._root, snap, lambda p, b: None) if full else {}
         marked = frozenset((p, b) for p, b, _ in vectors)
-        return compaction_tasks(entries, snap.id, self._schema_of(snap), full, marked)
+        schema = self._schema_of(snap)
+        return compaction_tasks(entries, snap.id, schema, full, marked, lookup=needs_lookup(schema.options))
 
     def compact_bucket(self, task: CompactTask, threads: int = 1) -> CommitMessage:
-        """Runs one task of :meth:`plan_compaction`: its files merged (deletes dropped)
-        into one new file at the top level; the message replaces them when committed.
+        """Runs one task of :meth:`plan_compaction`: its files merged (deletes dropped
+        unless the task keeps them) into one new file at its level; the message replaces
+        them when committed.
         With ``threads`` > 1 the file is encoded on other threads while the merge goes on."""
         refuse(self._schema.options, WRITE, append=self._append)
         planner = self._compaction_planner(task.snapshot)
@@ -709,7 +715,12 @@ class Table:
         sections = tuple(section for split in splits for section in split.sections)
         values = splits[0].partition
         whole = Split(snap.id, schema.id, columns, values, task.bucket, sections)
-        stream = self._read([whole], schema, list(columns), READ_BATCH_ROWS, 1, {})
+        # Each row keeps its sequence number; below the top, deletes stay too, as -D rows.
+        wanted, merge = [*columns, SEQUENCE_NUMBER], None
+        if not task.drop_deletes:
+            wanted.append(VALUE_KIND)
+            merge = _keeping_deletes(self._setup_for(schema).merge)
+        stream = self._read([whole], schema, wanted, READ_BATCH_ROWS, 1, {}, merge=merge)
         lowest = min(f.min_sequence for f in files)
         # A full-compaction table's compaction to the top level also writes what it changed.
         merged: list[pa.RecordBatch] | None = None
@@ -727,10 +738,13 @@ class Table:
                 raise
         before = tuple(e["_FILE"] for e in task.entries)
         dv = None
-        if bool_option(schema.options, "deletion-vectors.enabled"):  # the bucket's files all go, and their vectors
-            seen = tuple(sorted(f.name for f in files if f.level > 0))
-            replaced = bucket_index_files(self._root, snap, task.partition, task.bucket)
-            dv = DvUpdate(task.partition, task.bucket, None, replaced, seen, bool(replaced))
+        if bool_option(schema.options, "deletion-vectors.enabled"):  # the picked files go, and their vectors
+            try:
+                dv = self._vectors_after(planner, task, files)
+            except BaseException:
+                for f in after:
+                    remove_data_file(self._root, schema, task.partition, task.bucket, f)
+                raise
         return CommitMessage(
             task.partition,
             task.bucket,
@@ -740,6 +754,31 @@ class Table:
             dv_index=dv,
             compact_changelog=changelog,
         )
+
+    def _vectors_after(self, planner: Planner, task: CompactTask, files: list[DataFile]) -> DvUpdate:
+        """A deletion-vector table's bucket once the compaction of ``files`` commits: the
+        vectors of the files it leaves (``task.kept``), in a new index file if the picked
+        files had any (none left: no index file)."""
+        snap = planner.snapshot
+        seen = tuple(sorted({*(f.name for f in files if f.level > 0), *task.kept}))
+        replaced = bucket_index_files(self._root, snap, task.partition, task.bucket)
+        update = DvUpdate(task.partition, task.bucket, None, replaced, seen, False)
+        bucket = (task.partition, task.bucket)
+        old = {name: dv for (p, b, name), dv in planner.deletion_vectors.items() if (p, b) == bucket}
+        kept = {name: deleted_positions(dv) for name, dv in old.items() if name in task.kept}
+        if len(kept) == len(old):
+            return update
+        entry = None
+        if kept:
+            path_of = functools.partial(index_file, self._root, planner.schema)
+            entry = write_index(
+                path_of,
+                task.partition,
+                task.bucket,
+                kept,
+                bool_option(planner.schema.options, "deletion-vectors.bitmap64"),
+            )
+        return dataclasses.replace(update, entry=entry, rewrite=True)
 
     def _write_merged(
         self,
@@ -761,7 +800,7 @@ class Table:
                 for batch in stream:
                     writer.write(batch)
                     if merged is not None:
-                        merged.append(batch)
+                        merged.append(batch.drop_columns([SEQUENCE_NUMBER]))
                 if writer.rows == 0:  # every key deleted
                     writer.abort()
                     return ()
@@ -1211,6 +1250,15 @@ class Table:
             "key_range": key_range,
         }
         return _native.read_paimon(read_schema, sections, options)
+
+
+def _keeping_deletes(merge: Any) -> dict[str, Any]:
+    """The merge of a compaction below the top level: the table's, a deduplicate one
+    keeping a deleted key as its ``-D`` row (older rows of the key lie below), as
+    Paimon's compaction keeps it there (``dropDelete`` false); first-row holds no
+    retract. ``_compact`` plans other engines' retracts into the top level."""
+    spec = merge_spec(merge)
+    return {**spec, "drop_deletes": False} if spec["function"] == "deduplicate" else spec
 
 
 def _refuse_postponed_changelog(schema: TableSchema) -> None:
