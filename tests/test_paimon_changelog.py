@@ -743,3 +743,31 @@ def test_lookup_changelog_of_random_histories(tmp_path_factory, engine_dv, steps
     changes = lookup_changes_by_key(t.changes(0).read_all().to_pylist())
     assert changes == expected
     assert changes == lookup_changes_by_key(pypaimon_changes(root, 0, t.snapshots()[-1]))
+
+
+@pytest.mark.parametrize("dv", [False, True])
+def test_lookup_changelog_of_two_writes_committed_together(tmp_path, dv):
+    """Two writes of the same buckets committed together (a Spark job's tasks): each
+    compacted its buckets alone; the commit undoes those compactions (their changelog
+    files go with them) and compacts the buckets' level-0 files again, together, with one
+    changelog of both writes."""
+    root = tmp_path / "db.db" / "t"
+    t = lookup_table(root, "aggregation", dv)
+    first = [{"k": k, "p": "a", "v": k, "w": "x", KIND: "+I"} for k in range(6)]
+    ours = [{"k": k, "p": "a", "v": 10, "w": "ours", KIND: "+I"} for k in (0, 2, 4, 6)]
+    theirs = [{"k": k, "p": "a", "v": 20, "w": None, KIND: "+I"} for k in (1, 3, 7)]
+    run_lookup(t, [("merge-core", first)])
+    messages = []
+    for rows in (ours, theirs):
+        with t.new_write(row_kind=KIND) as w:
+            w.write(pa.Table.from_pylist(rows, schema=DV_SCHEMA.append(pa.field(KIND, pa.string()))))
+            messages += w.prepare_commit()
+    assert len({(m.partition, m.bucket) for m in messages}) < len(messages)  # both wrote a bucket
+    t.commit(messages)
+    expected, views = lookup_oracle("aggregation", dv, [("merge-core", first), ("merge-core", ours + theirs)])
+    changes = lookup_changes_by_key(t.changes(0).read_all().to_pylist())
+    assert changes == expected
+    assert changes == lookup_changes_by_key(pypaimon_changes(root, 0, t.snapshots()[-1]))
+    mine, pypaimon_read, rust = peers_read(root)
+    assert mine == pypaimon_read == rust == as_tuples(list(views[-1].values()))
+    assert {p.name for p in root.glob("bucket-*/*.parquet")} == referenced_files(root)
