@@ -130,7 +130,12 @@ def full_compaction_changes(
 
 
 def lookup_changes(
-    before: pa.Table, after: pa.Table, touched: pa.Table, keys: list[str], options: Mapping[str, str], first_row: bool
+    before: pa.Table,
+    after: pa.Table,
+    touched: pa.Table | None,
+    keys: list[str],
+    options: Mapping[str, str],
+    first_row: bool,
 ) -> pa.Table:
     """The changelog of a compaction of level-0 files by lookup, in key order, with
     ``_VALUE_KIND``: ``before`` holds each key's row above level 0 (at most one), ``after``
@@ -139,7 +144,13 @@ def lookup_changes(
     no row and now has one, ``-D`` (its old row) if it had one and is deleted, ``-U``/``+U``
     if both (nothing, with ``changelog-producer.row-deduplicate``, if no value changed),
     and nothing for a delete of a key it did not have. A first-row table's keep their
-    first row (``FirstRowMergeFunctionWrapper``): only a key new to the table gives ``+I``."""
+    first row (``FirstRowMergeFunctionWrapper``): only a key new to the table gives ``+I``.
+    ``touched`` None: every key of ``after`` is touched (and ``after`` is in key order, as a
+    merge gives it), so a compaction that found nothing above is all ``+I`` without a join."""
+    if touched is None and before.num_rows == 0:
+        return after.append_column(VALUE_KIND, pa.array(np.full(after.num_rows, INSERT, np.int8)))
+    if touched is None:
+        touched = after.select(keys)
     if not first_row:
         return full_compaction_changes(before, after, touched, keys, options)
     touched = touched.select(keys).group_by(keys).aggregate([])

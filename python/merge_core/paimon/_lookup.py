@@ -182,8 +182,11 @@ class LookupCompaction:
         if found and not self.dv and not self.first_row:  # nothing could hide the rows found: take every run
             level, picked, above, found, hits = self.top, [f for run in runs for f in run.files], [], {}, []
         before = self._rows_before(picked, above, reads, found)
+        # The keys of the level-0 files; None: every key merged (no file above level 0 taken).
         zero = [f for f in picked if f.level == 0]
-        touched = _distinct(pa.concat_tables([keys_of(f) for f in zero]), self.keys) if self.changelog else None
+        touched = None
+        if self.changelog and len(zero) < len(picked):
+            touched = _distinct(pa.concat_tables([keys_of(f) for f in zero]), self.keys)
         if self.first_row:
             found = self._shadowed(picked, keys_of, hits)
         inputs = self._merge_inputs(picked, above, reads, found)
@@ -192,7 +195,7 @@ class LookupCompaction:
         runs_read = [[[reads[f.name] for f in run] for run in s] for s in sections]
         written = self.merge_into(runs_read, picked, level, merged)
         changelog: tuple[dict[str, Any], ...] = ()
-        if self.changelog is not None and merged is not None and touched is not None:
+        if self.changelog is not None and merged is not None:
             try:
                 changelog = self._changelog(m, picked, touched, before, merged, level)
             except BaseException:
@@ -227,13 +230,13 @@ class LookupCompaction:
         self,
         m: CommitMessage,
         picked: list[DataFile],
-        touched: pa.Table,
+        touched: pa.Table | None,
         before: list[tuple[int, FileRead]],
         merged: list[pa.RecordBatch],
         level: int,
     ) -> tuple[dict[str, Any], ...]:
         """The changelog file of the compaction (module docstring, step 4) of the keys of
-        its level-0 files (``touched``), if it changed one."""
+        its level-0 files (``touched``; None: every key it merged), if it changed one."""
         assert self.changelog is not None
         columns = list(self.schema.arrow.names)
         schema = self.schema.arrow
