@@ -196,12 +196,7 @@ class LookupCompaction:
         written = self.merge_into(runs_read, picked, level, merged)
         changelog: tuple[dict[str, Any], ...] = ()
         if self.changelog is not None and merged is not None:
-            try:
-                changelog = self._changelog(m, picked, touched, before, merged, level)
-            except BaseException:
-                if written is not None:
-                    self.changelog.remove(m.partition, m.bucket, written)
-                raise
+            changelog = self._changelog(self.changelog, m, picked, touched, before, merged, level, written)
         seen = tuple(sorted(f.name for f in existing if f.level > 0))
         replaced = bucket_index_files(self.planner.root, self.snapshot, m.partition, m.bucket)
         update = DvUpdate(m.partition, m.bucket, None, replaced, seen, False)
@@ -228,6 +223,28 @@ class LookupCompaction:
 
     def _changelog(
         self,
+        io: ChangelogIo,
+        m: CommitMessage,
+        picked: list[DataFile],
+        touched: pa.Table | None,
+        before: list[tuple[int, FileRead]],
+        merged: list[pa.RecordBatch],
+        level: int,
+        written: dict[str, Any] | None,
+    ) -> tuple[dict[str, Any], ...]:
+        """The changelog file of the compaction (module docstring, step 4) of the keys of
+        its level-0 files (``touched``; None: every key it merged), if it changed one. If
+        that fails, the compaction's file (``written``) is removed."""
+        try:
+            return self._changelog_file(io, m, picked, touched, before, merged, level)
+        except BaseException:
+            if written is not None:
+                io.remove(m.partition, m.bucket, written)
+            raise
+
+    def _changelog_file(
+        self,
+        io: ChangelogIo,
         m: CommitMessage,
         picked: list[DataFile],
         touched: pa.Table | None,
@@ -235,19 +252,16 @@ class LookupCompaction:
         merged: list[pa.RecordBatch],
         level: int,
     ) -> tuple[dict[str, Any], ...]:
-        """The changelog file of the compaction (module docstring, step 4) of the keys of
-        its level-0 files (``touched``; None: every key it merged), if it changed one."""
-        assert self.changelog is not None
         columns = list(self.schema.arrow.names)
         schema = self.schema.arrow
-        stored = [as_schema(self.changelog.stored([read], m.bucket).select(columns), schema) for _, read in before]
+        stored = [as_schema(io.stored([read], m.bucket).select(columns), schema) for _, read in before]
         old = first_of_each_key(stored, self.keys, schema)
         new = as_schema(pa.Table.from_batches(merged).select(columns), schema) if merged else schema.empty_table()
         rows = lookup_changes(old, new, touched, self.keys, self.schema.options, self.first_row)
         if rows.num_rows == 0:
             return ()
         first = min(f.min_sequence for f in picked)
-        return self.changelog.write(rows, m.partition, m.bucket, level, first)
+        return io.write(rows, m.partition, m.bucket, level, first)
 
     def _merge_inputs(
         self, picked: list[DataFile], above: list[DataFile], reads: dict[str, FileRead], found: dict[str, np.ndarray]
