@@ -848,15 +848,16 @@ class Table:
     def _lookup_changes(self, planner: Planner, files: list[DataFile], merged: list[pa.RecordBatch]) -> pa.Table:
         """A lookup table's changelog of a compaction of ``files`` (level 0 among them) into
         the ``merged`` rows: the keys of the level-0 files, between their row in the
-        lowest level above 0 and their merged row (``_changelog.lookup_changes``). Every
-        merge-core compaction outputs to the top level: nothing above it to look up."""
+        lowest level above 0 and their merged row (``_changelog.lookup_changes``). A
+        compaction of a lookup table's level-0 files takes the whole bucket into the top
+        level (``_compact``): nothing above it to look up."""
         schema, arrow = planner.schema, planner.schema.arrow
         keys = list(schema.trimmed_keys)
         levels = sorted({f.level for f in files if f.level > 0})
         stored = [as_schema(self._as_stored(planner, [f for f in files if f.level == lv]), arrow) for lv in levels]
         before = first_of_each_key(stored, keys, arrow)
         touched = self._as_stored(planner, [f for f in files if f.level == 0]).select(keys)
-        after = as_schema(pa.Table.from_batches(merged), arrow) if merged else arrow.empty_table()
+        after = as_schema(pa.Table.from_batches(merged).select(arrow.names), arrow) if merged else arrow.empty_table()
         first_row = schema.options.get("merge-engine", "deduplicate").strip().lower() == "first-row"
         return lookup_changes(before, after, touched, keys, schema.options, first_row)
 
