@@ -525,15 +525,15 @@ def test_a_row_kind_column_is_not_table_data(tmp_path):
 
 def test_what_merge_core_does_not_do_has_an_exit_status_of_its_own(tmp_path):
     """2 is a mistake in the command or its inputs; a table feature merge-core does not
-    write (a changelog producer here) is neither that nor a failure: 3, naming the option."""
+    write (Java commit callbacks here) is neither that nor a failure: 3, naming the option."""
     pq.write_table(pa.table({"id": [1], "v": ["a"]}), tmp_path / "a.parquet")
     lake, data = str(tmp_path / "lake"), str(tmp_path / "a.parquet")
-    options = ["--option", "changelog-producer=lookup"]
+    options = ["--option", "commit.callbacks=com.example.Callback"]
     created = run("table", "create", lake, "--like", data, "-k", "id", *options)
     assert created.returncode == 0, created.stderr
     written = run("table", "write", lake, data)
     assert written.returncode == 3, written
-    assert written.stderr.startswith("merge-core: unsupported: ") and "changelog-producer" in written.stderr
+    assert written.stderr.startswith("merge-core: unsupported: ") and "commit.callbacks" in written.stderr
     mistake = run("table", "write", lake, str(tmp_path / "missing.parquet"))
     assert mistake.returncode == 2, mistake
 

@@ -334,11 +334,11 @@ def test_drop_partitions_refuses_what_paimon_would(tmp_path):
         flat.drop_partitions([{"day": "d1"}])
     assert table.snapshots() == [1]
     # A table merge-core does not write is not dropped from or truncated either.
-    changelog = create(tmp_path / "db.db" / "changelog", **{"changelog-producer": "lookup"})
-    for drop in (lambda: changelog.drop_partitions([{"day": "d1"}]), changelog.truncate):
-        with pytest.raises(mc.UnsupportedFeatureError, match="changelog-producer"):
+    callbacks = create(tmp_path / "db.db" / "callbacks", **{"commit.callbacks": "com.example.Callback"})
+    for drop in (lambda: callbacks.drop_partitions([{"day": "d1"}]), callbacks.truncate):
+        with pytest.raises(mc.UnsupportedFeatureError, match="commit.callbacks"):
             drop()
-    assert changelog.snapshots() == []
+    assert callbacks.snapshots() == []
 
 
 def test_an_overwrite_replaces_a_write_committed_before_it(tmp_path):

@@ -1,10 +1,12 @@
 """Changes and changelog files: ``Table.changes(start, end)`` against pypaimon's streaming
 read of the same snapshots (on tables merge-core and pypaimon wrote) and against a
 plain-Python oracle of the rows each producer writes (``none``: each commit's folded
-rows; ``input``: each write's input rows, sorted by key, every row kind kept)."""
+rows; ``input``: each write's input rows, sorted by key, every row kind kept;
+``full-compaction`` and ``lookup``: the change of each key a compaction merged)."""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import merge_core as mc
@@ -14,6 +16,9 @@ import pytest
 from helpers import pypaimon_commit
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_paimon_dv_write import ENGINES, KIND, as_tuples, fold, peers_read
+from test_paimon_dv_write import SCHEMA as DV_SCHEMA
+from test_paimon_dv_write import commits as dv_commits
 
 pypaimon = pytest.importorskip("pypaimon")
 
@@ -161,12 +166,6 @@ def test_changes_range_is_checked(tmp_path):
     t.expire(keep_snapshots=1)
     with pytest.raises(mc.errors.InvalidInputError, match="start from 1"):
         t.changes(0)
-
-
-def test_lookup_producer_is_refused_by_name(tmp_path):
-    t = table(tmp_path, {"changelog-producer": "lookup"})
-    with pytest.raises(mc.errors.UnsupportedFeatureError, match="changelog-producer"):
-        commit(t, COMMITS[0])
 
 
 ROWS = st.lists(
@@ -465,3 +464,310 @@ def test_input_changelog_of_a_deletion_vector_table(tmp_path):
     assert changes == input_oracle(COMMITS)
     assert changes == by_key(pypaimon_changes(t.path, 0, t.snapshots()[-1]))
     assert {p.name for p in Path(t.path).glob("bucket-*/*.parquet")} == referenced_files(Path(t.path))
+
+
+# -- changelog-producer = lookup ----------------------------------------------------------
+
+LOOKUP_ENGINES = [  # (merge engine, deletion vectors): Paimon refuses first-row with them
+    ("deduplicate", False),
+    ("deduplicate", True),
+    ("partial-update", False),
+    ("partial-update", True),
+    ("aggregation", False),
+    ("aggregation", True),
+    ("first-row", False),
+]
+
+
+def lookup_table(root: Path, engine: str, dv: bool, options: dict[str, str] | None = None) -> mc.Table:
+    merge = dict(ENGINES).get(engine, (engine, {}))[0]
+    options = {"changelog-producer": "lookup", "deletion-vectors.enabled": str(dv).lower(), **(options or {})}
+    return mc.Table.create(root, DV_SCHEMA, key="k", buckets=2, merge=merge, options=options)
+
+
+def fold_row(engine: str, old: dict | None, new: dict) -> dict | None:
+    if engine == "first-row":
+        return old or {c: new[c] for c in ("k", "p", "v", "w")}
+    if new[KIND] == "-U":  # deduplicate's newest version a retract: the key is deleted
+        return None
+    return fold(engine, old, new)
+
+
+def lookup_oracle(
+    engine: str, dv: bool, steps: list, row_deduplicate: bool = False, bucket_of=lambda k: 0
+) -> tuple[dict, list[dict]]:
+    """changelog-producer = lookup, as Paimon's ``LookupChangelogMergeFunctionWrapper`` (and
+    ``FirstRowMergeFunctionWrapper``) make it: each merge-core write compacts the level-0
+    rows waiting in the buckets it writes (pypaimon's writes, which do not compact, and its
+    own; ``compact`` takes every bucket) onto the merged view; for each key they hold,
+    between its row before and after: ``-U``/``+U`` (left out with ``row_deduplicate`` if
+    the values are equal), ``-D`` if deleted, ``+I`` if new, nothing if it was not there
+    and is not now; first-row: ``+I`` for a new key only. Returns each key's changes and
+    the rows readers see after each step (a deletion-vector or first-row table's readers
+    skip the rows waiting at level 0)."""
+    view: dict[int, dict] = {}
+    waiting: list[dict] = []
+    out: dict[int, list[tuple]] = {}
+    seen = []
+
+    def folded(rows: dict[int, dict], more: list[dict]) -> dict[int, dict]:
+        rows = dict(rows)
+        for row in more:
+            got = fold_row(engine, rows.get(row["k"]), row)
+            rows.pop(row["k"], None) if got is None else rows.__setitem__(row["k"], got)
+        return rows
+
+    for writer, rows in steps:
+        waiting += rows
+        if writer in ("merge-core", "compact"):
+            buckets = {bucket_of(r["k"]) for r in rows} if writer == "merge-core" else None
+            taken = [r for r in waiting if buckets is None or bucket_of(r["k"]) in buckets]
+            waiting = [r for r in waiting if not (buckets is None or bucket_of(r["k"]) in buckets)]
+            new = folded(view, taken)
+            for k in sorted({r["k"] for r in taken}):
+                old, now = view.get(k), new.get(k)
+                if engine == "first-row":
+                    changes = [("+I", now)] if old is None and now is not None else []
+                elif old is None:
+                    changes = [] if now is None else [("+I", now)]
+                elif now is None:
+                    changes = [("-D", old)]
+                elif row_deduplicate and old == now:
+                    changes = []
+                else:
+                    changes = [("-U", old), ("+U", now)]
+                if changes:
+                    out.setdefault(k, []).extend((kind, r["v"], r["w"]) for kind, r in changes)
+            view = new
+        seen.append(view if engine == "first-row" or dv else folded(view, waiting))
+    return out, seen
+
+
+@functools.cache
+def bucket_of(t: mc.Table, k: int) -> int:
+    return t.bucket_ids(pa.RecordBatch.from_pylist([{"k": k, "p": "a", "v": None, "w": None}], schema=DV_SCHEMA))[
+        0
+    ].as_py()
+
+
+def lookup_changes_by_key(rows: list[dict]) -> dict[int, list[tuple]]:
+    out: dict[int, list[tuple]] = {}
+    for r in rows:
+        out.setdefault(r["k"], []).append((r["_row_kind"], r["v"], r["w"]))
+    return out
+
+
+def lookup_history(engine: str) -> list:
+    """Five merge-core commits (inserts, updates with nulls, deletes of keys written, of
+    keys of the same commit and of a key never written) and a pypaimon commit between the
+    third and the fourth; retracts only where the engine takes them."""
+    steps: list = [("merge-core", rows) for rows in dv_commits(False)]
+    if engine != "deduplicate":
+        steps = [(w, [r for r in rows if r[KIND] == "+I"]) for w, rows in steps]
+    theirs = [{"k": k, "p": "a", "v": 100 + k, "w": None if k % 2 else "py", KIND: "+I"} for k in range(2, 9)]
+    return [*steps[:3], ("pypaimon", theirs), *steps[3:]]
+
+
+def run_lookup(t: mc.Table, steps: list, check=None) -> None:
+    for i, (writer, rows) in enumerate(steps):
+        if writer == "compact":
+            t.compact(full=True)
+        elif writer == "merge-core":
+            data = pa.Table.from_pylist(rows, schema=DV_SCHEMA.append(pa.field(KIND, pa.string())))
+            t.write(data, row_kind=KIND)
+        else:
+            plain = [{c: r[c] for c in DV_SCHEMA.names} for r in rows]
+            pypaimon_commit(pypaimon_table(Path(t.path)), plain, DV_SCHEMA)
+        if check is not None:
+            check(i)
+
+
+@pytest.mark.parametrize(("engine", "dv"), LOOKUP_ENGINES)
+def test_lookup_changelog_of_a_history_with_a_pypaimon_write(tmp_path, engine, dv):
+    """Each merge-core write compacts its bucket's level-0 files by lookup and writes the
+    changes they make as a changelog file in the compaction's snapshot; pypaimon's write
+    (level 0, no changelog) is compacted by the next one. changes(), pypaimon's streaming
+    read and the oracle agree; merge-core, pypaimon and pypaimon-rust read the model's
+    rows after each commit."""
+    root = tmp_path / "db.db" / "t"
+    t = lookup_table(root, engine, dv)
+    steps = lookup_history(engine)
+    expected, views = lookup_oracle(engine, dv, steps, bucket_of=functools.partial(bucket_of, t))
+
+    def check(i: int) -> None:
+        mine, theirs, rust = peers_read(root)
+        assert mine == theirs == rust == as_tuples(list(views[i].values())), f"after step {i}"
+
+    run_lookup(t, steps, check)
+    kinds = [t.snapshot(i).commit_kind for i in t.snapshots()]
+    with_changelog = [t.snapshot(i).changelog_manifest_list is not None for i in t.snapshots()]
+    assert any(with_changelog) and all(kind == "COMPACT" for kind, c in zip(kinds, with_changelog, strict=True) if c)
+    latest = t.snapshots()[-1]
+    changes = lookup_changes_by_key(t.changes(0).read_all().to_pylist())
+    assert changes == expected
+    assert changes == lookup_changes_by_key(pypaimon_changes(root, 0, latest))
+    middle = t.snapshots()[len(kinds) // 2]
+    assert lookup_changes_by_key(t.changes(middle).read_all().to_pylist()) == lookup_changes_by_key(
+        pypaimon_changes(root, middle, latest)
+    )
+    assert {p.name for p in root.glob("bucket-*/*.parquet")} == referenced_files(root)
+    if engine == "first-row":
+        assert all(kind == "+I" for rows in changes.values() for kind, _, _ in rows)
+    else:
+        assert {kind for rows in changes.values() for kind, _, _ in rows} == {"+I", "-U", "+U"} | (
+            {"-D"} if engine == "deduplicate" else set()
+        )
+        assert 99 not in changes  # a delete of a key never written changes nothing
+
+
+@pytest.mark.parametrize("dv", [False, True])
+def test_lookup_changelog_with_row_deduplicate(tmp_path, dv):
+    root = tmp_path / "db.db" / "t"
+    t = lookup_table(root, "deduplicate", dv, {"changelog-producer.row-deduplicate": "true"})
+    first = [{"k": k, "p": "a", "v": k, "w": "x", KIND: "+I"} for k in range(4)]
+    again = [{**first[0], KIND: "+U"}, {**first[1], "w": "changed", KIND: "+U"}, {**first[2], KIND: "-D"}]
+    steps = [("merge-core", first), ("merge-core", again)]
+    expected, _ = lookup_oracle("deduplicate", dv, steps, row_deduplicate=True)
+    run_lookup(t, steps)
+    changes = lookup_changes_by_key(t.changes(2).read_all().to_pylist())
+    assert changes == {1: [("-U", 1, "x"), ("+U", 1, "changed")], 2: [("-D", 2, "x")]}  # key 0 kept its values
+    assert lookup_changes_by_key(t.changes(0).read_all().to_pylist()) == expected
+    assert changes == lookup_changes_by_key(pypaimon_changes(root, 2, t.snapshots()[-1]))
+
+
+@pytest.mark.parametrize(("engine", "dv"), [("aggregation", True), ("aggregation", False), ("first-row", False)])
+def test_lookup_changelog_of_a_write_below_the_top_level(tmp_path, engine, dv):
+    """A small write onto a large top-level file: the forced level-0 pick stops below it.
+    With deletion vectors the rows before are looked up above the output level and
+    marked; first-row leaves out the rows whose key is above; a table with neither
+    cannot hide the rows found, so the write's compaction takes the whole bucket (an
+    aggregate stored twice above level 0 would be summed twice by every reader)."""
+    root = tmp_path / "db.db" / "t"
+    t = lookup_table(root, engine, dv)
+    many = [{"k": k, "p": "a", "v": k, "w": f"w{k * k}", KIND: "+I"} for k in range(3000)]
+    few = [{"k": k, "p": "a", "v": 1, "w": None, KIND: "+I"} for k in (5, 7, 5000)]
+    steps = [("merge-core", many), ("merge-core", few)]
+    expected, views = lookup_oracle(engine, dv, steps)
+    run_lookup(t, steps)
+    assert sorted({f["level"] for f in t.files()}) == ([5] if engine == "aggregation" and not dv else [4, 5])
+    changes = lookup_changes_by_key(t.changes(2).read_all().to_pylist())
+    assert changes == {
+        **({} if engine == "first-row" else {5: [("-U", 5, "w25"), ("+U", 6, "w25")]}),
+        **({} if engine == "first-row" else {7: [("-U", 7, "w49"), ("+U", 8, "w49")]}),
+        5000: [("+I", 1, None)],
+    }
+    assert lookup_changes_by_key(t.changes(0).read_all().to_pylist()) == expected
+    assert changes == lookup_changes_by_key(pypaimon_changes(root, 2, t.snapshots()[-1]))
+    mine, theirs, rust = peers_read(root)
+    assert mine == theirs == rust == as_tuples(list(views[-1].values()))
+
+
+def test_an_overwrite_of_a_lookup_table_commits_no_changelog(tmp_path):
+    root = tmp_path / "db.db" / "t"
+    t = lookup_table(root, "deduplicate", False)
+    run_lookup(t, [("merge-core", [{"k": 1, "p": "a", "v": 1, "w": "x", KIND: "+I"}])])
+    t.write(pa.table({"k": [2], "p": ["a"], "v": [2], "w": ["y"]}, schema=DV_SCHEMA), overwrite=True)
+    assert t.snapshot(t.snapshots()[-1]).changelog_manifest_list is None
+    assert lookup_changes_by_key(t.changes(0).read_all().to_pylist()) == {1: [("+I", 1, "x")]}
+    assert {p.name for p in root.glob("bucket-*/*.parquet")} == referenced_files(root)
+
+
+@pytest.mark.parametrize(("engine", "dv"), [("deduplicate", False), ("aggregation", True), ("first-row", False)])
+def test_lookup_changelog_of_a_compaction_of_pypaimons_level_zero_files(tmp_path, engine, dv):
+    """pypaimon's writes stay at level 0 without a changelog; compact() takes them, and
+    its changelog is their change (Paimon's rewriteLookupChangelog: a compaction of level-0
+    files of a lookup table makes one). A compaction without level-0 files makes none."""
+    root = tmp_path / "db.db" / "t"
+    t = lookup_table(root, engine, dv)
+    mine = [{"k": k, "p": "a", "v": k, "w": "mc", KIND: "+I"} for k in range(6)]
+    theirs = [{"k": k, "p": "a", "v": 10 * k, "w": None, KIND: "+I"} for k in range(3, 9)]
+    steps = [("merge-core", mine), ("pypaimon", theirs), ("compact", []), ("compact", [])]
+    expected, views = lookup_oracle(engine, dv, steps)
+    run_lookup(t, steps)
+    ids = t.snapshots()
+    assert [t.snapshot(i).commit_kind for i in ids] == ["APPEND", "COMPACT", "APPEND", "COMPACT"]
+    assert t.snapshot(ids[-1]).changelog_manifest_list is not None
+    changes = lookup_changes_by_key(t.changes(0).read_all().to_pylist())
+    assert changes == expected
+    assert changes == lookup_changes_by_key(pypaimon_changes(root, 0, ids[-1]))
+    assert changes[8] == [("+I", 80, None)]
+    mine_read, pypaimon_read, rust_read = peers_read(root)
+    assert mine_read == pypaimon_read == rust_read == as_tuples(list(views[-1].values()))
+
+
+LOOKUP_ROW = st.fixed_dictionaries(
+    {
+        "k": st.integers(0, 4),
+        "p": st.just("a"),
+        "v": st.none() | st.integers(0, 1),  # few values: updates to an equal row (row-deduplicate) are common
+        "w": st.none() | st.just("x"),
+        KIND: st.sampled_from(KINDS),
+    }
+)
+LOOKUP_STEP = st.tuples(
+    st.sampled_from(["merge-core", "merge-core", "pypaimon"]), st.lists(LOOKUP_ROW, min_size=1, max_size=6)
+)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    engine_dv=st.sampled_from(LOOKUP_ENGINES),
+    steps=st.lists(LOOKUP_STEP, min_size=2, max_size=5),
+    row_deduplicate=st.booleans(),
+)
+def test_lookup_changelog_of_random_histories(tmp_path_factory, engine_dv, steps, row_deduplicate):
+    """Random writes by merge-core and pypaimon on a lookup table of every engine, with
+    deletion vectors and without: after every commit the three readers read the oracle's
+    rows; changes() equals the oracle and pypaimon's streaming read."""
+    engine, dv = engine_dv
+    if engine != "deduplicate":  # the other engines' retracts are refused, or read differently by each reader
+        steps = [(w, [{**r, KIND: "+I"} for r in rows]) for w, rows in steps]
+    # pypaimon folds a commit's versions of a key itself, and takes no row kinds here: one +I per key
+    steps = [
+        (w, list({r["k"]: {**r, KIND: "+I"} for r in rows}.values()) if w == "pypaimon" else rows) for w, rows in steps
+    ]
+    steps = [(w, rows) for w, rows in steps if rows]
+    root = tmp_path_factory.mktemp("t") / "db.db" / "t"
+    t = lookup_table(root, engine, dv, {"changelog-producer.row-deduplicate": str(row_deduplicate).lower()})
+    expected, views = lookup_oracle(engine, dv, steps, row_deduplicate, functools.partial(bucket_of, t))
+
+    def check(i: int) -> None:
+        if t.snapshots():
+            mine, theirs, rust = peers_read(root)
+            assert mine == theirs == rust == as_tuples(list(views[i].values())), f"after step {i}"
+
+    run_lookup(t, steps, check)
+    if not t.snapshots():
+        assert expected == {}
+        return
+    changes = lookup_changes_by_key(t.changes(0).read_all().to_pylist())
+    assert changes == expected
+    assert changes == lookup_changes_by_key(pypaimon_changes(root, 0, t.snapshots()[-1]))
+
+
+@pytest.mark.parametrize("dv", [False, True])
+def test_lookup_changelog_of_two_writes_committed_together(tmp_path, dv):
+    """Two writes of the same buckets committed together (a Spark job's tasks): each
+    compacted its buckets alone; the commit undoes those compactions (their changelog
+    files go with them) and compacts the buckets' level-0 files again, together, with one
+    changelog of both writes."""
+    root = tmp_path / "db.db" / "t"
+    t = lookup_table(root, "aggregation", dv)
+    first = [{"k": k, "p": "a", "v": k, "w": "x", KIND: "+I"} for k in range(6)]
+    ours = [{"k": k, "p": "a", "v": 10, "w": "ours", KIND: "+I"} for k in (0, 2, 4, 6)]
+    theirs = [{"k": k, "p": "a", "v": 20, "w": None, KIND: "+I"} for k in (1, 3, 7)]
+    run_lookup(t, [("merge-core", first)])
+    messages = []
+    for rows in (ours, theirs):
+        with t.new_write(row_kind=KIND) as w:
+            w.write(pa.Table.from_pylist(rows, schema=DV_SCHEMA.append(pa.field(KIND, pa.string()))))
+            messages += w.prepare_commit()
+    assert len({(m.partition, m.bucket) for m in messages}) < len(messages)  # both wrote a bucket
+    t.commit(messages)
+    expected, views = lookup_oracle("aggregation", dv, [("merge-core", first), ("merge-core", ours + theirs)])
+    changes = lookup_changes_by_key(t.changes(0).read_all().to_pylist())
+    assert changes == expected
+    assert changes == lookup_changes_by_key(pypaimon_changes(root, 0, t.snapshots()[-1]))
+    mine, pypaimon_read, rust = peers_read(root)
+    assert mine == pypaimon_read == rust == as_tuples(list(views[-1].values()))
+    assert {p.name for p in root.glob("bucket-*/*.parquet")} == referenced_files(root)

@@ -49,7 +49,6 @@ def files_of(root: Path) -> dict[str, bytes]:
 @pytest.mark.parametrize(
     "options, refused",
     [
-        ({"bucket": "2", "changelog-producer": "lookup"}, "'changelog-producer' = 'lookup'"),
         ({"bucket": "2", "write.sequence-number-init-mode": "snapshot"}, "'write.sequence-number-init-mode'"),
         ({"bucket": "2", "commit.callbacks": "com.example.Callback"}, "'commit.callbacks'"),
         ({"bucket": "2", "pk-btree.index.columns": "v"}, "'pk-btree.index.columns'"),

@@ -11,6 +11,10 @@ half its ``memory_limit`` for each. Each (partition, bucket) gets one changelog 
 level 0, named with ``changelog-file.prefix`` and compressed by
 ``changelog-file.compression``; its rows are numbered from the bucket's first sequence
 number in this write, as its data file's are.
+
+``full-compaction`` (:func:`full_compaction_changes`) and ``lookup``
+(:func:`lookup_changes`, written by ``_lookup``'s compaction of a write's level-0
+files) compare a key's row before a compaction with its merged row after.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from . import _key_order
 from ._options import bool_option
 from ._plan import VALUE_KIND
 
-INPUT, FULL_COMPACTION = "input", "full-compaction"
+INPUT, FULL_COMPACTION, LOOKUP = "input", "full-compaction", "lookup"
 INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE = 0, 1, 2, 3
 
 
@@ -123,6 +127,53 @@ def full_compaction_changes(
         ]
     )
     return _by_key(out, [*keys, "_rank"]).drop_columns(["_rank"])
+
+
+def lookup_changes(
+    before: pa.Table,
+    after: pa.Table,
+    touched: pa.Table | None,
+    keys: list[str],
+    options: Mapping[str, str],
+    first_row: bool,
+) -> pa.Table:
+    """The changelog of a compaction of level-0 files by lookup, in key order, with
+    ``_VALUE_KIND``: ``before`` holds each key's row above level 0 (at most one), ``after``
+    the merged rows the compaction writes, ``touched`` the keys of its level-0 files. As
+    Paimon's ``LookupChangelogMergeFunctionWrapper``, a touched key gives ``+I`` if it had
+    no row and now has one, ``-D`` (its old row) if it had one and is deleted, ``-U``/``+U``
+    if both (nothing, with ``changelog-producer.row-deduplicate``, if no value changed),
+    and nothing for a delete of a key it did not have. A first-row table's keep their
+    first row (``FirstRowMergeFunctionWrapper``): only a key new to the table gives ``+I``.
+    ``touched`` None: every key of ``after`` is touched (and ``after`` is in key order, as a
+    merge gives it), so a compaction that found nothing above is all ``+I`` without a join."""
+    if touched is None and before.num_rows == 0:
+        return after.append_column(VALUE_KIND, pa.array(np.full(after.num_rows, INSERT, np.int8)))
+    if touched is None:
+        touched = after.select(keys)
+    if not first_row:
+        return full_compaction_changes(before, after, touched, keys, options)
+    touched = touched.select(keys).group_by(keys).aggregate([])
+    inserted = _semi(_semi(after, touched, keys, keep=True), before, keys, keep=False)
+    inserted = inserted.append_column(VALUE_KIND, pa.array(np.full(inserted.num_rows, INSERT, np.int8)))
+    return _by_key(inserted, keys)
+
+
+def as_schema(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``table`` (the columns of ``schema``, in its types) under ``schema``: reads of
+    stored and merged rows may differ in nullability, which concatenation refuses."""
+    return pa.Table.from_arrays([c.cast(f.type) for c, f in zip(table.columns, schema, strict=True)], schema=schema)
+
+
+def first_of_each_key(tables: list[pa.Table], keys: list[str], schema: pa.Schema) -> pa.Table:
+    """The rows of ``tables`` (each under ``schema``, lowest level first), of each key the
+    first met: the key's row as Paimon's ``LookupMergeFunction`` picks it above level 0."""
+    if not tables:
+        return schema.empty_table()
+    rows = pa.concat_tables(tables)
+    numbered = rows.select(keys).append_column("_position", pa.array(np.arange(rows.num_rows, dtype=np.int64)))
+    first = numbered.group_by(keys, use_threads=False).aggregate([("_position", "min")])
+    return rows.take(first.column("_position_min"))
 
 
 def _semi(rows: pa.Table, other: pa.Table, keys: list[str], keep: bool) -> pa.Table:

@@ -150,7 +150,7 @@ class CommitMessage:
     dv_index: DvUpdate | None = None
     overwrite: bool = False  # written for an overwrite: committed only by one (``_overwrite``)
     changelog_files: tuple[dict[str, Any], ...] = ()  # a write's changelog (changelog-producer = input)
-    compact_changelog: tuple[dict[str, Any], ...] = ()  # a compaction's (full-compaction)
+    compact_changelog: tuple[dict[str, Any], ...] = ()  # a compaction's (full-compaction, lookup)
 
     @property
     def is_compaction(self) -> bool:

@@ -139,6 +139,8 @@ STREAMING = "streaming reads and jobs only; a batch read does not use it"
 UNIVERSAL = "compact() picks a bucket's sorted runs by it, as Paimon's universal compaction does"
 WRITER_MEMORY = "a writer's buffers and spilling; merge-core's writes take memory_limit instead"
 LOOKUP = "lookup joins and lookup compaction; neither changes what a batch read returns"
+LOOKUP_WAIT = "merge-core's writes always wait for their lookup compaction, whose files go in the same commit (as true)"
+LOOKUP_COMPACT = "merge-core's writes compact their level-0 files by lookup at every commit (radical)"
 EXPIRY = "when snapshots, changelogs or tags expire; no rows of a kept snapshot change"
 EXPIRED = "which snapshots expire() removes, as Paimon's expiry decides (merge-core's commits expire none)"
 CHANGELOG_EXPIRY = (
@@ -157,7 +159,6 @@ ASSIGNERS = (
     "and every key keeps the bucket the table's HASH index gives it"
 )
 CHANGELOG_FILES = "changelog files of the producers merge-core does not run (see changelog-producer)"
-CHANGELOG_PRODUCERS = ("none", "input", "full-compaction")
 BLOB = "BLOB columns, which merge-core refuses by their type"
 CHAIN = "chain tables (chain-table.enabled), which are refused"
 FORMAT_TABLE = "format tables (type = format-table), which are refused"
@@ -567,18 +568,16 @@ OPTIONS: tuple[CoreOption, ...] = _options(
         "changelog-producer",
         _enum("none", "input", "full-compaction", "lookup"),
         A,
-        unless(
-            CHANGELOG_PRODUCERS,
-            "Paimon's writers then write changelog files (lookup: by lookup compaction) that merge-core does not",
-        ),
-        "the changelog files writes (input) and compactions (full-compaction) write for streaming reads and changes()",
+        H,
+        "the changelog files writes (input; lookup: by the lookup compaction of their level-0 files) and compactions "
+        "(full-compaction) write for streaming reads and changes()",
     ),
     (
         "changelog-producer.row-deduplicate",
         _bool,
         A,
         H,
-        "a full compaction's changelog leaves out updates that change no value",
+        "a full-compaction or lookup changelog leaves out updates that change no value",
     ),
     (
         "changelog-producer.row-deduplicate-ignore-fields",
@@ -780,10 +779,10 @@ OPTIONS: tuple[CoreOption, ...] = _options(
     ("sort-compaction.range-strategy", _enum("size", "quantity"), A, A, "append tables' sort compaction"),
     ("sort-compaction.local-sample.magnification", _int, A, A, "append tables' sort compaction"),
     ("force-lookup", _bool, A, A, LOOKUP),
-    ("lookup-wait", _bool, A, A, LOOKUP),
-    ("changelog-producer.lookup-wait", _bool, A, A, "an older name of lookup-wait"),
-    ("lookup-compact", _enum("radical", "gentle"), A, A, LOOKUP),
-    ("lookup-compact.max-interval", _int, A, A, LOOKUP),
+    ("lookup-wait", _bool, A, A, LOOKUP_WAIT),
+    ("changelog-producer.lookup-wait", _bool, A, A, f"an older name of lookup-wait: {LOOKUP_WAIT}"),
+    ("lookup-compact", _enum("radical", "gentle"), A, A, LOOKUP_COMPACT),
+    ("lookup-compact.max-interval", _int, A, A, LOOKUP_COMPACT),
     ("lookup.hash-load-factor", _double, A, A, LOOKUP),
     ("lookup.cache-rows", _long, A, A, LOOKUP),
     ("lookup.continuous.discovery-interval", _duration, A, A, LOOKUP),

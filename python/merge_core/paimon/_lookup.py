@@ -1,6 +1,7 @@
 """Lookup compaction: a write's level-0 files compacted at once into a level above, as
 Paimon's writers do for tables whose batch reads skip level 0 (deletion vectors,
-first-row), so that the write is visible the moment it commits.
+first-row), so that the write is visible the moment it commits, and for tables whose
+changelog is made by lookup (``changelog-producer = lookup``).
 
 For each (partition, bucket) a write touched:
 
@@ -19,7 +20,15 @@ For each (partition, bucket) a write touched:
    file at the output level; each row found is marked in its file's deletion vector
    (the bucket's index file is written anew, Paimon's ``BucketedDvMaintainer``). For
    first-row, whose found rows must stay as they are, the picked rows with a key found
-   above are left out instead.
+   above are left out instead. A lookup-changelog table without either has no vector
+   to hide a row found: if any is found, every run is taken (a full compaction of the
+   bucket, to the top level), so that the key is once above level 0 (see below).
+4. **Changelog** (``changelog-producer = lookup``, Paimon's
+   ``LookupChangelogMergeFunctionWrapper``): for each key of the picked level-0 files,
+   its row above level 0 before (in the picked runs, else the row found above; of
+   several, the lowest level's, which Paimon's ``LookupMergeFunction`` takes as the
+   key's merged value) against its merged row after: ``_changelog.lookup_changes``.
+   The changelog file is at the output level, in the compaction's part of the commit.
 
 The result is a compaction in the write's commit message: Paimon commits the level-0
 files (APPEND), then the compaction (COMPACT), so does ``Committer.commit``. Files other
@@ -40,6 +49,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import CorruptTableError
+from ._changelog import LOOKUP, as_schema, first_of_each_key, lookup_changes, producer
 from ._commit import CommitMessage
 from ._compact import top_level
 from ._dv import DvUpdate, bucket_index_files, deleted_positions, write_index
@@ -52,15 +62,32 @@ from ._plan import sections as sections_of
 POSITION = "_POSITION"
 
 # Reads the merged rows of sections of runs of files (each with the positions it skips)
-# and writes them as one file at a level: returns its manifest record, None if no row.
-MergeInto = Callable[[list[list[list[FileRead]]], list[DataFile], int], dict[str, Any] | None]
+# and writes them as one file at a level: returns its manifest record, None if no row;
+# the merged rows are also kept in the list given, if one is.
+MergeInto = Callable[
+    [list[list[list[FileRead]]], list[DataFile], int, list[pa.RecordBatch] | None], dict[str, Any] | None
+]
+
+
+@dataclass(frozen=True)
+class ChangelogIo:
+    """What a lookup changelog needs of the table: ``stored`` reads files' rows as they
+    hold them (the table's columns), ``write`` writes changelog rows as a file of a
+    (partition, bucket) at a level, numbered from a sequence number (its records), and
+    ``remove`` removes a file written for a (partition, bucket)."""
+
+    stored: Callable[[list[FileRead], int], pa.Table]
+    write: Callable[[pa.Table, bytes, int, int, int], tuple[dict[str, Any], ...]]
+    remove: Callable[[bytes, int, dict[str, Any]], None]
 
 
 def needs_lookup(options: dict[str, str]) -> bool:
-    """Whether a write must compact its level-0 files by lookup before readers see them:
-    batch reads of deletion-vector and first-row tables skip level 0."""
+    """Whether a write must compact its level-0 files by lookup before it commits: batch
+    reads of deletion-vector and first-row tables skip level 0, and the lookup producer's
+    changelog is made by that compaction."""
     engine = options.get("merge-engine", "deduplicate").strip().lower()
-    return bool_option(options, "deletion-vectors.enabled") or engine == "first-row"
+    lookup = bool_option(options, "deletion-vectors.enabled") or engine == "first-row"
+    return lookup or producer(options) == LOOKUP
 
 
 @dataclass(frozen=True)
@@ -108,13 +135,24 @@ class LookupCompaction:
     on top of the latest snapshot that ``planner`` plans; ``merge_into`` merges and
     writes (``Table``'s read of sections)."""
 
-    def __init__(self, planner: Planner, snapshot: Snapshot | None, live: list[DataFile], merge_into: MergeInto):
+    def __init__(
+        self,
+        planner: Planner,
+        snapshot: Snapshot | None,
+        live: list[DataFile],
+        merge_into: MergeInto,
+        changelog: ChangelogIo | None = None,
+    ):
+        """``changelog``: given when the compaction writes the lookup producer's changelog
+        (not for an overwrite, whose changelog Paimon's writer does not make)."""
         self.planner, self.snapshot, self.merge_into = planner, snapshot, merge_into
         self.schema = planner.schema
         options = self.schema.options
         self.top = top_level(self.schema)
         self.size_ratio = int_option(options, "compaction.size-ratio", 1)
         self.dv = bool_option(options, "deletion-vectors.enabled")
+        self.first_row = options.get("merge-engine", "deduplicate").strip().lower() == "first-row"
+        self.changelog = changelog if producer(options) == LOOKUP else None
         self.wide = bool_option(options, "deletion-vectors.bitmap64")
         self.keys = list(self.schema.trimmed_keys)
         self.live: dict[tuple[bytes, int], list[DataFile]] = {}
@@ -133,10 +171,32 @@ class LookupCompaction:
         picked = [f for run in runs[:count] for f in run.files]
         above = [f for run in runs[count:] for f in run.files]
         reads = {f.name: self.planner.file_read(f, m.partition, m.bucket) for f in [*picked, *above]}
-        found = self._look_up(picked, above, reads)
+        key_tables: dict[str, pa.Table] = {}
+
+        def keys_of(f: DataFile) -> pa.Table:  # read once, before the merge narrows ``reads``
+            if f.name not in key_tables:
+                key_tables[f.name] = self._keys(reads[f.name], f)
+            return key_tables[f.name]
+
+        found, hits = self._look_up(picked, above, keys_of)
+        if found and not self.dv and not self.first_row:  # nothing could hide the rows found: take every run
+            level, picked, above, found, hits = self.top, [f for run in runs for f in run.files], [], {}, []
+        before = self._rows_before(picked, above, reads, found)
+        # The keys of the level-0 files; None: every key merged (no file above level 0 taken).
+        zero = [f for f in picked if f.level == 0]
+        touched = None
+        if self.changelog and len(zero) < len(picked):
+            touched = _distinct(pa.concat_tables([keys_of(f) for f in zero]), self.keys)
+        if self.first_row:
+            found = self._shadowed(picked, keys_of, hits)
         inputs = self._merge_inputs(picked, above, reads, found)
         sections = sections_of(inputs, self.planner.key)
-        written = self.merge_into([[[reads[f.name] for f in run] for run in s] for s in sections], picked, level)
+        merged: list[pa.RecordBatch] | None = [] if self.changelog else None
+        runs_read = [[[reads[f.name] for f in run] for run in s] for s in sections]
+        written = self.merge_into(runs_read, picked, level, merged)
+        changelog: tuple[dict[str, Any], ...] = ()
+        if self.changelog is not None and merged is not None:
+            changelog = self._changelog(self.changelog, m, picked, touched, before, merged, level, written)
         seen = tuple(sorted(f.name for f in existing if f.level > 0))
         replaced = bucket_index_files(self.planner.root, self.snapshot, m.partition, m.bucket)
         update = DvUpdate(m.partition, m.bucket, None, replaced, seen, False)
@@ -147,7 +207,61 @@ class LookupCompaction:
             compact_before=tuple(f.record for f in picked),
             compact_after=() if written is None else (written,),
             dv_index=update,
+            compact_changelog=changelog,
         )
+
+    def _rows_before(
+        self, picked: list[DataFile], above: list[DataFile], reads: dict[str, FileRead], found: dict[str, np.ndarray]
+    ) -> list[tuple[int, FileRead]]:
+        """The rows above level 0 that a changelog compares the merge with, as (level,
+        read) in level order: the picked files above level 0 and the rows found above."""
+        if self.changelog is None:
+            return []
+        out = [(f.level, reads[f.name]) for f in picked if f.level > 0]
+        out += [(f.level, _only(reads[f.name], found[f.name])) for f in above if f.name in found]
+        return sorted(out, key=lambda pair: pair[0])
+
+    def _changelog(
+        self,
+        io: ChangelogIo,
+        m: CommitMessage,
+        picked: list[DataFile],
+        touched: pa.Table | None,
+        before: list[tuple[int, FileRead]],
+        merged: list[pa.RecordBatch],
+        level: int,
+        written: dict[str, Any] | None,
+    ) -> tuple[dict[str, Any], ...]:
+        """The changelog file of the compaction (module docstring, step 4) of the keys of
+        its level-0 files (``touched``; None: every key it merged), if it changed one. If
+        that fails, the compaction's file (``written``) is removed."""
+        try:
+            return self._changelog_file(io, m, picked, touched, before, merged, level)
+        except BaseException:
+            if written is not None:
+                io.remove(m.partition, m.bucket, written)
+            raise
+
+    def _changelog_file(
+        self,
+        io: ChangelogIo,
+        m: CommitMessage,
+        picked: list[DataFile],
+        touched: pa.Table | None,
+        before: list[tuple[int, FileRead]],
+        merged: list[pa.RecordBatch],
+        level: int,
+    ) -> tuple[dict[str, Any], ...]:
+        columns = list(self.schema.arrow.names)
+        schema = self.schema.arrow
+        stored = [as_schema(io.stored([read], m.bucket).select(columns), schema) for _, read in before]
+        old = first_of_each_key(stored, self.keys, schema)
+        new = as_schema(pa.Table.from_batches(merged).select(columns), schema) if merged else schema.empty_table()
+        rows = lookup_changes(old, new, touched, self.keys, self.schema.options, self.first_row)
+        if rows.num_rows == 0:
+            return ()
+        first = min(f.min_sequence for f in picked)
+        return io.write(rows, m.partition, m.bucket, level, first)
 
     def _merge_inputs(
         self, picked: list[DataFile], above: list[DataFile], reads: dict[str, FileRead], found: dict[str, np.ndarray]
@@ -167,15 +281,13 @@ class LookupCompaction:
         return [*picked, *marked]
 
     def _look_up(
-        self, picked: list[DataFile], above: list[DataFile], reads: dict[str, FileRead]
-    ) -> dict[str, np.ndarray]:
-        """For deletion vectors: each file above and the positions of its live rows whose
-        key a picked file holds. For first-row: each picked level-0 file and the positions
-        of its rows whose key a file above holds."""
+        self, picked: list[DataFile], above: list[DataFile], keys_of: Callable[[DataFile], pa.Table]
+    ) -> tuple[dict[str, np.ndarray], list[pa.Table]]:
+        """Each file above and the positions of its live rows whose key a picked file
+        holds, and those keys (a table per file); ``keys_of``: a file's live keys."""
         if not above:
-            return {}
-        picked_keys = {f.name: self._keys(reads[f.name], f) for f in picked}
-        wanted = _distinct(pa.concat_tables(picked_keys.values()), self.keys)
+            return {}, []
+        wanted = _distinct(pa.concat_tables([keys_of(f) for f in picked]), self.keys)
         low = min(self.planner.key(f.min_key) for f in picked)
         high = max(self.planner.key(f.max_key) for f in picked)
         found: dict[str, np.ndarray] = {}
@@ -183,17 +295,23 @@ class LookupCompaction:
         for f in above:
             if self.planner.key(f.max_key) < low or self.planner.key(f.min_key) > high:
                 continue
-            match = self._keys(reads[f.name], f).join(wanted, self.keys, join_type="inner")
+            match = keys_of(f).join(wanted, self.keys, join_type="inner")
             if match.num_rows:
                 found[f.name] = np.sort(match.column(POSITION).to_numpy())
                 hits.append(match.select(self.keys))
-        if self.dv or not hits:
-            return found
-        # first-row: the picked rows whose key is already above are left out
+        return found, hits
+
+    def _shadowed(
+        self, picked: list[DataFile], keys_of: Callable[[DataFile], pa.Table], hits: list[pa.Table]
+    ) -> dict[str, np.ndarray]:
+        """For first-row: each picked file and the positions of its rows whose key is
+        already above (``hits``), which the compaction leaves out."""
+        if not hits:
+            return {}
         taken = _distinct(pa.concat_tables(hits), self.keys)
         out = {}
         for f in picked:
-            match = picked_keys[f.name].join(taken, self.keys, join_type="inner")
+            match = keys_of(f).join(taken, self.keys, join_type="inner")
             if match.num_rows:
                 out[f.name] = np.sort(match.column(POSITION).to_numpy())
         return out
@@ -250,3 +368,10 @@ def _union(a: np.ndarray | None, b: np.ndarray) -> np.ndarray:
 
 def _distinct(table: pa.Table, keys: list[str]) -> pa.Table:
     return table.group_by(keys).aggregate([]).select(keys)
+
+
+def _only(read: FileRead, positions: np.ndarray) -> FileRead:
+    """``read`` narrowed to the rows at ``positions``."""
+    others = np.ones(read.rows, dtype=bool)
+    others[positions.astype(np.int64)] = False
+    return dataclasses.replace(read, deleted=np.flatnonzero(others).astype(np.uint64))

@@ -35,7 +35,7 @@ from ..inputs import as_stream_source, batches_of, check_threads, column_names
 from ..merge_functions import merge_spec
 from . import _alter, _append, _binary, _hash_index, _key_order, _predicate
 from ._branch import MAIN, BranchRoot, branch_root, branches, refuse_on_branch
-from ._changelog import FULL_COMPACTION, full_compaction_changes
+from ._changelog import FULL_COMPACTION, LOOKUP, as_schema, first_of_each_key, full_compaction_changes, lookup_changes
 from ._changelog import producer as changelog_producer
 from ._changes import ChangeStream, change_files, check_range, commit_of
 from ._changes import ordered as ordered_changes
@@ -46,7 +46,7 @@ from ._dv import DvUpdate, bucket_index_files, deleted_positions, write_index
 from ._expire import expire_snapshots
 from ._hash_index import index_file
 from ._key_filter import first_key_bounds
-from ._lookup import LookupCompaction, needs_lookup
+from ._lookup import ChangelogIo, LookupCompaction, needs_lookup
 from ._merge_options import PaimonMerge, merge_from_paimon_options, paimon_options
 from ._meta import DataFile, Snapshot, deletion_vectors, latest_snapshot_id, live_entries, live_files, snapshot_ids
 from ._options import bool_option, int_option
@@ -449,7 +449,15 @@ class Table:
         snap = None if latest is None else self.snapshot(latest)
         planner = self._full_planner(snap or Snapshot(0, self._schema.id, "", "", None, "APPEND", 0, 0), self._schema)
         live = [] if snap is None else live_files(self._root, snap)
-        compaction = LookupCompaction(planner, snap, live, functools.partial(self._merge_into, planner))
+        changelog = None
+        if not overwrite:  # an overwrite's writer makes no changelog, as Paimon's (ignorePreviousFiles)
+            changelog = ChangelogIo(
+                functools.partial(self._stored_rows, planner),
+                functools.partial(self._changelog_file, planner.schema),
+                functools.partial(remove_data_file, self._root, planner.schema),
+            )
+        merge_into = functools.partial(self._merge_into, planner)
+        compaction = LookupCompaction(planner, snap, live, merge_into, changelog)
         out: list[CommitMessage] = []
         try:
             for m in messages:
@@ -505,17 +513,23 @@ class Table:
         return kept + self._compact_level_zero(list(combined.values()), overwrite)
 
     def _merge_into(
-        self, planner: Planner, sections: list[list[list[FileRead]]], picked: list[DataFile], level: int
+        self,
+        planner: Planner,
+        sections: list[list[list[FileRead]]],
+        picked: list[DataFile],
+        level: int,
+        merged: list[pa.RecordBatch] | None = None,
     ) -> dict[str, Any] | None:
         """Merges ``sections`` (of the bucket of the ``picked`` files), deletes dropped, into
-        one file at ``level``, each row keeping its sequence number; ``None``: no row left."""
+        one file at ``level``, each row keeping its sequence number; ``None``: no row left.
+        The merged rows are also kept in ``merged``, if given."""
         schema, first = planner.schema, picked[0]
         columns = list(schema.arrow.names)
         parts = tuple(Section(tuple(tuple(run) for run in section)) for section in sections)
         whole = Split(planner.snapshot.id, schema.id, tuple(columns), (), first.bucket, parts)
         stream = self._read([whole], schema, [*columns, SEQUENCE_NUMBER], READ_BATCH_ROWS, 1, {})
         lowest = min(f.min_sequence for f in picked)
-        after = self._write_merged(stream, schema, first.partition, first.bucket, level, lowest, 1)
+        after = self._write_merged(stream, schema, first.partition, first.bucket, level, lowest, 1, merged)
         return after[0] if after else None
 
     def bucket_ids(self, data: pa.RecordBatch, row_kind: str | None = None) -> pa.Int32Array:
@@ -722,9 +736,13 @@ class Table:
             merge = _keeping_deletes(self._setup_for(schema).merge)
         stream = self._read([whole], schema, wanted, READ_BATCH_ROWS, 1, {}, merge=merge)
         lowest = min(f.min_sequence for f in files)
-        # A full-compaction table's compaction to the top level also writes what it changed.
+        # A full-compaction table's compaction to the top level also writes what it changed,
+        # as does a lookup table's of level-0 files (Paimon's rewriteLookupChangelog).
         merged: list[pa.RecordBatch] | None = None
-        if changelog_producer(schema.options) == FULL_COMPACTION and task.level == top_level(schema):
+        producer = changelog_producer(schema.options)
+        if (producer == FULL_COMPACTION and task.level == top_level(schema)) or (
+            producer == LOOKUP and any(f.level == 0 for f in files)
+        ):
             merged = []
         after = self._write_merged(stream, schema, task.partition, task.bucket, task.level, lowest, threads, merged)
         changelog: tuple[dict[str, Any], ...] = ()
@@ -815,18 +833,52 @@ class Table:
         """The changelog file of a full-compaction table's compaction of ``files`` into
         the ``merged`` rows (none if nothing changed): see ``_changelog``."""
         schema = planner.schema
-        top = [f for f in files if f.level == task.level]
         keys = list(schema.trimmed_keys)
-        before = self._as_stored(planner, top)
-        touched = self._as_stored(planner, [f for f in files if f.level != task.level]).select(keys)
-        after = pa.Table.from_batches(merged, before.schema)
-        rows = full_compaction_changes(before, after, touched, keys, schema.options)
+        if changelog_producer(schema.options) == LOOKUP:
+            rows = self._lookup_changes(planner, files, merged)
+        else:
+            top = [f for f in files if f.level == task.level]
+            before = self._as_stored(planner, top)
+            touched = self._as_stored(planner, [f for f in files if f.level != task.level]).select(keys)
+            after = pa.Table.from_batches(merged, before.schema)
+            rows = full_compaction_changes(before, after, touched, keys, schema.options)
+        first = min(f.min_sequence for f in files)
+        return self._changelog_file(schema, rows, task.partition, task.bucket, task.level, first, encoders)
+
+    def _lookup_changes(self, planner: Planner, files: list[DataFile], merged: list[pa.RecordBatch]) -> pa.Table:
+        """A lookup table's changelog of a compaction of ``files`` (level 0 among them) into
+        the ``merged`` rows: the keys of the level-0 files, between their row in the
+        lowest level above 0 and their merged row (``_changelog.lookup_changes``). A
+        compaction of a lookup table's level-0 files takes the whole bucket into the top
+        level (``_compact``): nothing above it to look up."""
+        schema, arrow = planner.schema, planner.schema.arrow
+        keys = list(schema.trimmed_keys)
+        levels = sorted({f.level for f in files if f.level > 0})
+        stored = [as_schema(self._as_stored(planner, [f for f in files if f.level == lv]), arrow) for lv in levels]
+        before = first_of_each_key(stored, keys, arrow)
+        touched = self._as_stored(planner, [f for f in files if f.level == 0]).select(keys)
+        after = as_schema(pa.Table.from_batches(merged).select(arrow.names), arrow) if merged else arrow.empty_table()
+        first_row = schema.options.get("merge-engine", "deduplicate").strip().lower() == "first-row"
+        return lookup_changes(before, after, touched, keys, schema.options, first_row)
+
+    def _changelog_file(
+        self,
+        schema: TableSchema,
+        rows: pa.Table,
+        partition: bytes,
+        bucket: int,
+        level: int,
+        first: int,
+        encoders: Any = None,
+    ) -> tuple[dict[str, Any], ...]:
+        """Writes changelog ``rows`` (with ``_VALUE_KIND``) as one changelog file of the
+        bucket at ``level``, numbered from sequence number ``first``; none if no row."""
         if rows.num_rows == 0:
             return ()
-        first = min(f.min_sequence for f in files)
-        writer = DataFileWriter(
-            self._root, schema, task.partition, task.bucket, task.level, first, encoders, changelog=True
-        )
+        if encoders is None:
+            with Encoders(1) as own:
+                return self._changelog_file(schema, rows, partition, bucket, level, first, own)
+        writer = DataFileWriter(self._root, schema, partition, bucket, level, first, encoders, changelog=True)
         try:
             for batch in rows.to_batches(READ_BATCH_ROWS):
                 writer.write(batch)
@@ -837,18 +889,16 @@ class Table:
 
     def _as_stored(self, planner: Planner, files: list[DataFile]) -> pa.Table:
         """The rows of ``files`` (one bucket's, all columns of ``planner``) as they hold them."""
+        if not files:
+            return self._stored_rows(planner, [], 0)
+        reads = [planner.file_read(f, f.partition, f.bucket) for f in files]
+        return self._stored_rows(planner, reads, files[0].bucket)
+
+    def _stored_rows(self, planner: Planner, reads: list[FileRead], bucket: int) -> pa.Table:
+        """The rows of files of ``bucket`` (all columns of ``planner``; each read without
+        the positions it skips) as they hold them."""
         schema, columns = planner.schema, planner.columns
-        splits = [
-            Split(
-                planner.snapshot.id,
-                schema.id,
-                columns,
-                (),
-                f.bucket,
-                (Section(((planner.file_read(f, f.partition, f.bucket),),)),),
-            )
-            for f in files
-        ]
+        splits = [Split(planner.snapshot.id, schema.id, columns, (), bucket, (Section(((r,),)),)) for r in reads]
         return self._read(splits, schema, list(columns), READ_BATCH_ROWS, 1, {}, merge=AS_STORED).read_all()
 
     def _compaction_planner(self, snapshot: int) -> Planner:
