@@ -461,3 +461,28 @@ def test_every_read_and_merge_returns_an_mc_stream(tmp_path):
         assert isinstance(stream.stats, dict), name
         got = pa.RecordBatchReader.from_stream(stream).read_all()
         assert got.num_rows == (1 if name == "filtered read" else 2), name
+
+
+def test_a_commit_carries_its_writers_user_and_identifier(tmp_path):
+    """Paimon's streaming writers mark each snapshot with their user and a number; the
+    newest number of a user is what a restarted writer has already committed."""
+    root = tmp_path / "wh" / "db.db" / "t"
+    table = mc.Table.create(root, SCHEMA, key="k")
+
+    def prepared(k: int):
+        with table.new_write() as write:
+            write.write(pa.table({"k": [k], "p": ["a"], "ts": [0], "v": [k]}, schema=SCHEMA))
+            return write.prepare_commit()
+
+    assert table.last_commit_identifier("q") is None
+    table.commit(prepared(1), commit_user="q", commit_identifier=7)
+    table.write(pa.table({"k": [2], "p": ["a"], "ts": [0], "v": [2]}, schema=SCHEMA))  # another user, after
+    assert table.last_commit_identifier("q") == 7 and table.last_commit_identifier("r") is None
+    assert (table.snapshot(1).commit_user, table.snapshot(2).commit_identifier) == ("q", (1 << 63) - 1)
+    assert sorted(r["k"] for r in pypaimon_rust_rows(root)) == [1, 2]
+    for bad in (-1, True, "7"):
+        with pytest.raises(mc.InvalidInputError, match="commit_identifier"):
+            table.commit(prepared(3), commit_identifier=bad)
+    with pytest.raises(mc.UnsupportedFeatureError, match="commit_user"):
+        table.commit([], overwrite=True, commit_user="q")
+    assert table.snapshots() == [1, 2]

@@ -227,11 +227,20 @@ def summary(snapshot: int | None, messages: Sequence[CommitMessage], compaction:
 
 
 class Committer:
-    """Writes manifests and snapshots for one writer (``commit_user``)."""
+    """Writes manifests and snapshots for one writer (``commit_user``), each snapshot
+    marked with ``commit_identifier`` (a streaming writer's batch number; batch writers
+    take Paimon's ``Long.MAX_VALUE``)."""
 
-    def __init__(self, root: Location, schema: TableSchema, commit_user: str | None = None):
+    def __init__(
+        self,
+        root: Location,
+        schema: TableSchema,
+        commit_user: str | None = None,
+        commit_identifier: int = BATCH_COMMIT_IDENTIFIER,
+    ):
         self.root, self.schema = root, schema
         self.commit_user = commit_user or str(uuid.uuid4())
+        self.commit_identifier = commit_identifier
         self.partition_types = [schema.field(k).type for k in schema.partition_keys]
         self.codec = AVRO_CODECS.get(schema.options.get("manifest.compression", "zstd").lower(), "zstandard")
         self._names = f"{uuid.uuid4()}-"
@@ -336,7 +345,7 @@ class Committer:
             **({"changelogManifestListSize": changelog_size} if changelog_list else {}),
             **({"indexManifest": index_manifest} if index_manifest else {}),
             "commitUser": self.commit_user,
-            "commitIdentifier": BATCH_COMMIT_IDENTIFIER,
+            "commitIdentifier": self.commit_identifier,
             "commitKind": kind,
             "timeMillis": int(time.time() * 1000),
             "logOffsets": {},

@@ -37,6 +37,8 @@ class Snapshot:
     total_record_count: int
     changelog_manifest_list: str | None = None
     statistics: str | None = None
+    commit_user: str = ""  # the writer that committed it, and that writer's number for the commit:
+    commit_identifier: int = 0  # how a streaming writer finds what it already committed
 
     @classmethod
     def load(cls, root: Location, snapshot_id: int) -> Snapshot:
@@ -76,6 +78,8 @@ class Snapshot:
                 int(data.get("totalRecordCount") or 0),
                 _optional_name(data.get("changelogManifestList"), path),
                 _optional_name(data.get("statistics"), path),
+                str(data.get("commitUser") or ""),
+                int(data.get("commitIdentifier") or 0),
             )
         except (KeyError, TypeError, ValueError) as e:
             raise CorruptTableError(f"{path} lacks a field of a snapshot ({e})") from e
@@ -104,6 +108,20 @@ def latest_snapshot_id(root: Location) -> int | None:
         pass
     ids = snapshot_ids(root)
     return ids[-1] if ids else None
+
+
+def last_identifier(root: Location, commit_user: str) -> int | None:
+    """The ``commitIdentifier`` of the newest snapshot ``commit_user`` committed (None: it
+    committed none that is still there), found as Paimon's ``latestSnapshotOfUser`` finds
+    it: from the latest snapshot back to the earliest."""
+    for snapshot_id in reversed(snapshot_ids(root)):
+        try:
+            snap = Snapshot.read(root / "snapshot" / f"snapshot-{snapshot_id}")
+        except FileNotFoundError:  # expired meanwhile: older ones are too
+            break
+        if snap.commit_user == commit_user:
+            return snap.commit_identifier
+    return None
 
 
 def read_avro(path: Location, versions: tuple[int, ...], fields: tuple[str, ...] = ()) -> list[dict[str, Any]]:

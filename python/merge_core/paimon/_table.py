@@ -48,7 +48,16 @@ from ._hash_index import index_file
 from ._key_filter import first_key_bounds
 from ._lookup import ChangelogIo, LookupCompaction, needs_lookup
 from ._merge_options import PaimonMerge, merge_from_paimon_options, paimon_options
-from ._meta import DataFile, Snapshot, deletion_vectors, latest_snapshot_id, live_entries, live_files, snapshot_ids
+from ._meta import (
+    DataFile,
+    Snapshot,
+    deletion_vectors,
+    last_identifier,
+    latest_snapshot_id,
+    live_entries,
+    live_files,
+    snapshot_ids,
+)
 from ._options import bool_option, int_option
 from ._overwrite import commit_overwrite, drop_partitions, overwrite_spec, truncate
 from ._paths import Layout, file_name
@@ -550,10 +559,17 @@ class Table:
         messages: Sequence[CommitMessage],
         overwrite: bool | Mapping[str, Any] = False,
         dynamic_overwrite: bool | None = None,
+        commit_user: str | None = None,
+        commit_identifier: int | None = None,
     ) -> int | None:
         """Commits what writes and compactions prepared, as Paimon does: the appends as
         one snapshot, the compactions as the next; returns the last snapshot's id (None
         if there was nothing to commit). If the commit fails, its files are removed.
+
+        ``commit_user`` and ``commit_identifier`` (an integer, 0 or more) mark the
+        snapshots as Paimon's streaming writers do (default: a new user, and Paimon's
+        batch identifier): a writer that keeps its user across restarts and numbers its
+        commits finds with :meth:`last_commit_identifier` which it already committed.
 
         ``overwrite`` (True, or a partition spec ``{column: value}`` naming some or all
         partition columns) commits the messages of ``new_write(overwrite=True)`` as
@@ -562,16 +578,19 @@ class Table:
         (True or False) replaces the table's ``dynamic-partition-overwrite`` for this
         commit, as Paimon's Spark connector does with the mode Spark resolved."""
         _check_names(messages)
+        identifier = _identifier(commit_identifier)
         committer = None
         try:
             messages = self._one_lookup_per_bucket(messages)
             spec = overwrite_spec(self._schema, overwrite)
             _check_dynamic(dynamic_overwrite, spec is not None)
+            if spec is not None and (commit_user is not None or commit_identifier is not None):
+                raise UnsupportedFeatureError("commit_user and commit_identifier for an overwrite")
             if spec is not None:
                 return commit_overwrite(self._root, self._schema, messages, spec, dynamic_overwrite)
             if any(m.overwrite for m in messages):
                 raise InvalidInputError("these messages come from an overwrite write: commit them with overwrite=")
-            committer = Committer(self._root, self._schema)
+            committer = Committer(self._root, self._schema, commit_user, *identifier)
             return committer.commit(messages)
         except BaseException:
             if committer is not None and committer.appended:  # the appended files stay: a later compaction takes them
@@ -914,6 +933,12 @@ class Table:
         columns = tuple(schema.arrow.names)
         planner = _append.AppendPlanner if _append.is_append(schema) else Planner
         return planner(self._root, snap, schema, columns, _read_columns(schema, self._setup_for(schema), list(columns)))
+
+    def last_commit_identifier(self, commit_user: str) -> int | None:
+        """The ``commit_identifier`` of the newest snapshot of this branch that
+        ``commit_user`` committed (None: none is left), as Paimon's ``filterCommitted``
+        looks it up: a commit numbered at most this one has landed already."""
+        return last_identifier(self._root, commit_user)
 
     def abort(self, messages: Sequence[CommitMessage]) -> None:
         """Removes the files of messages that will not be committed."""
@@ -1309,6 +1334,15 @@ def _keeping_deletes(merge: Any) -> dict[str, Any]:
     retract. ``_compact`` plans other engines' retracts into the top level."""
     spec = merge_spec(merge)
     return {**spec, "drop_deletes": False} if spec["function"] == "deduplicate" else spec
+
+
+def _identifier(commit_identifier: int | None) -> tuple[int, ...]:
+    """``commit_identifier`` checked, as ``Committer`` takes it (nothing: its default)."""
+    if commit_identifier is None:
+        return ()
+    if not isinstance(commit_identifier, int) or isinstance(commit_identifier, bool) or commit_identifier < 0:
+        raise InvalidInputError(f"commit_identifier must be an integer, 0 or more, got {commit_identifier!r}")
+    return (commit_identifier,)
 
 
 def _refuse_postponed_changelog(schema: TableSchema) -> None:

@@ -14,6 +14,9 @@ its ReadBuilder and BatchWriteBuilder::
                                     (an overwrite: one OVERWRITE snapshot, ``_Overwrite``)
             driver: abort(all)      Table.abort: every file of the job's tasks removed
 
+    streams readStream and writeStream over the same steps, snapshot ids as offsets and
+            each micro-batch committed once (``_stream``)
+
 A task opens the table from its path and filesystem (picklable), so the driver and every
 executor must reach the table at the same path (a local path in local mode, a shared
 filesystem or an object store on a cluster).
@@ -42,6 +45,7 @@ from pyspark.sql.types import StructType
 from ..errors import InvalidInputError
 from ..paimon import Catalog, CommitMessage, Table
 from ._pushdown import PartitionFilter, key_filter, partition_filter
+from ._stream import READ_STREAM, WRITE_STREAM, StreamReader, changelog_wanted, stream_schema, stream_writer
 from ._types import arrow_form, spark_schema, spark_type, to_spark
 
 #: The source's short name: ``format("merge_core")``, ``USING merge_core``.
@@ -102,7 +106,9 @@ class Source(DataSource):
     """The ``merge_core`` source. Options: ``path`` (``load(path)``, ``save(path)``): the
     table's directory, or ``DB.TABLE`` with ``warehouse``; ``branch``; reads: one of ``snapshot``,
     ``tag`` or ``as_of``; writes: ``row_kind``, ``memory_limit``, and for ``mode("overwrite")``
-    ``partitionOverwriteMode`` and ``partition`` (``_overwrite``)."""
+    ``partitionOverwriteMode`` and ``partition`` (``_overwrite``); streams (``_stream``):
+    ``scan.mode``, ``scan.snapshot-id`` and ``read.changelog`` to read, ``commit.user`` to
+    write."""
 
     pushes_filters = True
 
@@ -111,16 +117,28 @@ class Source(DataSource):
         return NAME
 
     def schema(self) -> StructType:
-        _check_options(self.options, {**_WHERE, **_READ, **_WRITE}, "")
-        return spark_schema(_where(self.options).open().read_schema(None, **_travel(self.options)))
+        _check_options(self.options, {**_WHERE, **_READ, **_WRITE, **READ_STREAM, **WRITE_STREAM}, "")
+        table = spark_schema(_where(self.options).open().read_schema(None, **_travel(self.options)))
+        return stream_schema(table, changelog_wanted(self.options))
 
     def reader(self, schema: StructType) -> DataSourceReader:
         _check_options(self.options, {**_WHERE, **_READ}, "reading ")
         kind = FilteringReader if self.pushes_filters else Reader
         return kind(_where(self.options), _travel(self.options), schema)
 
+    def streamReader(self, schema: StructType) -> StreamReader:  # noqa: N802 (Spark's name)
+        _check_options(self.options, {**_WHERE, **READ_STREAM}, "streaming from ")
+        return StreamReader(_where(self.options), self.options, schema)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> Any:  # noqa: N802 (Spark's name)
+        _check_options(self.options, {**_WHERE, **_WRITE, **WRITE_STREAM}, "streaming into ")
+        return stream_writer(self._writer(schema, False), self.options, overwrite)
+
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceArrowWriter:
         _check_options(self.options, {**_WHERE, **_WRITE}, "writing ")
+        return self._writer(schema, overwrite)
+
+    def _writer(self, schema: StructType, overwrite: bool) -> Writer:
         where = _where(self.options)
         table = where.open()
         replace = _overwrite(self.options, table) if overwrite else None
