@@ -1084,7 +1084,9 @@ class Table:
         it are not read, by Paimon's rules (docs/table-format.md, "Filters"), and the
         stats count them (``partitions_skipped_by_filter``, ``buckets_skipped_by_filter``,
         ``files_skipped_by_key_stats``, ``files_skipped_by_value_stats``,
-        ``rows_filtered_out``).
+        ``rows_filtered_out``; ``files_skipped``: files whose key column, decoded first,
+        held no key the filter allows, so no other column of theirs was read;
+        ``bytes_read``: the bytes taken of the data files).
 
         >>> import pyarrow as pa, pyarrow.compute as pc, merge_core as mc, tempfile
         >>> t = mc.Table.create(tempfile.mkdtemp() + "/t", pa.schema([("k", pa.int64()), ("v", pa.int64())]), key="k")
