@@ -112,3 +112,24 @@ def test_a_range_of_keys_reads_keys_first_and_answers_as_pypaimon(table):
     assert got == sorted(whole.to_pylist(), key=lambda r: r["k"])
     assert [r["k"] for r in got] == [key(i) for i in range(2990, 3010) if i not in (3001, 3002)]
     assert stream.stats["rows_in"] < 40, stream.stats
+
+
+def test_a_table_read_again_reads_its_manifests_once_per_snapshot(tmp_path, monkeypatch):
+    from merge_core.paimon import _meta
+
+    reads = []
+    read_avro = _meta.read_avro
+    monkeypatch.setattr(_meta, "read_avro", lambda path, *a, **k: reads.append(path) or read_avro(path, *a, **k))
+    table = mc.Table.create(tmp_path / "t", SCHEMA, key="k", buckets=2)
+    table.write(_rows(range(100), 0))
+    for i in (1, 2, 3):
+        assert table.read(filter=pc.field("k") == key(i)).read_all()["v"].to_pylist() == [i * 10]
+    first = len(reads)
+    assert first > 0
+    for i in (4, 5, 6):
+        table.read(filter=pc.field("k") == key(i)).read_all()
+    assert len(reads) == first, "the same snapshot's manifests were read again"
+    table.write(_rows([4], 7))  # a new snapshot: its manifests are read
+    assert table.read(filter=pc.field("k") == key(4)).read_all()["v"].to_pylist() == [47]
+    assert len(reads) > first
+    assert mc.Table.open(tmp_path / "t").read(filter=pc.field("k") == key(4)).read_all()["v"].to_pylist() == [47]
