@@ -15,6 +15,7 @@ use crate::error::{invalid, MergeError, Result};
 use crate::fold::builder::OutputBuilder;
 use crate::fold::{Folder, Paths};
 use crate::keys::{dispatch, KeyEncoder, KeyVisitor};
+use crate::read::counters::{ReadCounters, ReadStats};
 use crate::runs::{BatchIter, Group, Layout, Run, Runs};
 
 /// Figures of a merge so far.
@@ -30,6 +31,8 @@ pub struct MergeStats {
     pub key_comparisons: u64,
     /// Figures of the sort, for the stream of a sort.
     pub sort: Option<SortStats>,
+    /// Figures of the data files read, for the stream of a table's read.
+    pub read: Option<ReadStats>,
 }
 
 /// Figures of a sort (see [`crate::SortBuffer`]).
@@ -97,6 +100,7 @@ pub struct MergeStream {
     batches: Box<dyn Iterator<Item = Result<RecordBatch>> + Send>,
     stats: Arc<SharedStats>,
     sort: Option<Arc<SharedSortStats>>,
+    read: Option<Arc<ReadCounters>>,
 }
 
 impl MergeStream {
@@ -107,7 +111,7 @@ impl MergeStream {
 
     /// A reader of the stats that stays valid after the stream is handed on.
     pub fn stats_handle(&self) -> StatsHandle {
-        StatsHandle(self.stats.clone(), self.sort.clone())
+        StatsHandle(self.stats.clone(), self.sort.clone(), self.read.clone())
     }
 
     /// A stream over already computed batches, with the stats of a sort.
@@ -117,7 +121,7 @@ impl MergeStream {
         stats: Arc<SharedStats>,
         sort: Arc<SharedSortStats>,
     ) -> Self {
-        Self { schema, batches, stats, sort: Some(sort) }
+        Self { schema, batches, stats, sort: Some(sort), read: None }
     }
 
     /// A stream over `batches` whose figures are published into `stats`.
@@ -126,12 +130,18 @@ impl MergeStream {
         batches: Box<dyn Iterator<Item = Result<RecordBatch>> + Send>,
         stats: Arc<SharedStats>,
     ) -> Self {
-        Self { schema, batches, stats, sort: None }
+        Self { schema, batches, stats, sort: None, read: None }
     }
 
     /// Attaches sort stats to a merge stream (the final merge of a sort).
     pub(crate) fn with_sort_stats(mut self, sort: Arc<SharedSortStats>) -> Self {
         self.sort = Some(sort);
+        self
+    }
+
+    /// Attaches the counters of the data files a table's read takes its runs from.
+    pub(crate) fn with_read_counters(mut self, read: Arc<ReadCounters>) -> Self {
+        self.read = Some(read);
         self
     }
 
@@ -143,7 +153,7 @@ impl MergeStream {
 
 /// See [`MergeStream::stats_handle`].
 #[derive(Clone)]
-pub struct StatsHandle(Arc<SharedStats>, Option<Arc<SharedSortStats>>);
+pub struct StatsHandle(Arc<SharedStats>, Option<Arc<SharedSortStats>>, Option<Arc<ReadCounters>>);
 
 impl StatsHandle {
     /// Figures so far.
@@ -157,6 +167,7 @@ impl StatsHandle {
             rows_out: s.rows_out.load(Relaxed),
             key_comparisons: s.key_comparisons.load(Relaxed),
             sort: sort.map(|sort| sort.get()),
+            read: self.2.as_ref().map(|read| read.get()),
         }
     }
 }
@@ -231,7 +242,13 @@ fn merge_with_paths(
     stats.runs.fetch_add(runs.len() as u64, Relaxed);
     let Some(schema) = common_schema(&runs)? else {
         let empty = Arc::new(Schema::empty());
-        return Ok(MergeStream { schema: empty, batches: Box::new(std::iter::empty()), stats, sort: None });
+        return Ok(MergeStream {
+            schema: empty,
+            batches: Box::new(std::iter::empty()),
+            stats,
+            sort: None,
+            read: None,
+        });
     };
     let plan = MergePlan::new(schema, &options, strict, paths)?;
     let (stream_schema, key_types) = (plan.output.schema.clone(), plan.key_types());
@@ -239,7 +256,7 @@ fn merge_with_paths(
     let (algorithm, batch_size) = (options.algorithm, options.batch_size);
     let visitor = BuildMerge { inputs, plan, algorithm, batch_size, stats: stats.clone() };
     let batches = dispatch(&key_types, visitor)?;
-    Ok(MergeStream { schema: stream_schema, batches, stats, sort: None })
+    Ok(MergeStream { schema: stream_schema, batches, stats, sort: None, read: None })
 }
 
 /// The runs' shared schema (a field is nullable if it is in any run), or `None` for no runs.
@@ -441,6 +458,7 @@ impl KeyVisitor for OrderOnly {
                 rows_out: groups,
                 key_comparisons: c.key_comparisons,
                 sort: None,
+                read: None,
             })
         }
         let runs = Runs::new(self.inputs, encoder, self.layout);

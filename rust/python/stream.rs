@@ -73,7 +73,8 @@ impl PyStream {
         self.schema.to_pyarrow(py)
     }
 
-    /// Figures so far: runs, rows_in, rows_out, key_comparisons.
+    /// Figures so far: runs, rows_in, rows_out, key_comparisons (and a sort's, a table
+    /// read's: bytes_read, files_skipped).
     #[getter]
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let s = self.stats.get();
@@ -87,6 +88,10 @@ impl PyStream {
             dict.set_item("spilled_bytes", sort.spilled_bytes)?;
             dict.set_item("merge_passes", sort.merge_passes)?;
             dict.set_item("peak_memory_bytes", sort.peak_memory_bytes)?;
+        }
+        if let Some(read) = s.read {
+            dict.set_item("bytes_read", read.bytes_read)?;
+            dict.set_item("files_skipped", read.files_skipped)?;
         }
         for (name, value) in &self.extra_stats {
             dict.set_item(name, value)?;

@@ -28,7 +28,9 @@ use parquet::arrow::arrow_reader::{
 use parquet::arrow::ProjectionMask;
 use parquet::file::reader::ChunkReader;
 
+use super::counters::{Counted, ReadCounters};
 use super::key_range::{first_not_below, KeyRange};
+use super::keys_first::{chosen_rows_in_range, chosen_span, narrowed};
 use crate::error::{MergeError, TABLE_FILE};
 use crate::runs::Run;
 
@@ -64,6 +66,12 @@ pub struct DataFile {
     /// decoded once, by the first of the two reads to start (`keys` then only
     /// names this side's range).
     pub shared: Option<(Arc<SharedZones>, Side)>,
+    /// Decode the first key column first and the others only for the rows whose key is
+    /// in `keys` ([`super::keys_first`]): set for a filter's narrow range, not for
+    /// slices, whose rows are nearly all in their range.
+    pub keys_first: bool,
+    /// Where the read counts the bytes it reads and the files it skips.
+    pub counters: Option<Arc<ReadCounters>>,
     /// The file is a table's: rows that break the merge's contract (unsorted keys, a
     /// null key) mean the table is damaged, not that the caller's input is wrong; an
     /// error about them names the file (see [`crate::error::blame`]). A caller's file is named by the
@@ -296,7 +304,7 @@ impl FileBatches {
     fn open_next(&mut self, file: DataFile) -> Result<(), ArrowError> {
         let open = |file: DataFile| -> Result<_, ArrowError> {
             let reader = open(&file, &self.schema, self.batch_size).map_err(external)?;
-            Ok(Some((file, reader)))
+            Ok(reader.map(|reader| (file, reader)))
         };
         let Some((zones, side)) = file.shared.clone() else {
             self.current = open(file)?;
@@ -365,6 +373,7 @@ impl FileBatches {
     /// Every batch of `file`'s rows, whatever its key range.
     fn decode_all(&self, file: &DataFile) -> Result<Vec<RecordBatch>, ArrowError> {
         let reader = open(file, &self.schema, self.batch_size).map_err(external)?;
+        let reader = reader.expect("a shared part is read whole, never keys first");
         reader.map(|batch| conform_decoded(&self.schema, file, batch)).collect()
     }
 }
@@ -387,59 +396,109 @@ fn damaged(file: &DataFile, what: &str) -> MergeError {
     MergeError::CorruptTable(format!("data file {}: {what}", file.path.display()))
 }
 
-/// A reader of the file's needed columns that skips its deleted rows.
+/// A reader of the file's needed columns that skips its deleted rows (`None`: its key
+/// column, decoded first, holds no key of its range).
 fn open(
     file: &DataFile,
     schema: &SchemaRef,
     batch_size: usize,
-) -> Result<ParquetRecordBatchReader, MergeError> {
+) -> Result<Option<ParquetRecordBatchReader>, MergeError> {
+    let counters = file.counters.clone();
     match &file.fetch {
-        Some(fetch) => decode((fetch.0)()?, file, schema, batch_size),
+        Some(fetch) => decode(Counted::new((fetch.0)()?, counters), file, schema, batch_size),
         None => {
             let handle =
                 File::open(&file.path).map_err(|e| damaged(file, &format!("cannot open it ({e})")))?;
-            decode(handle, file, schema, batch_size)
+            decode(Counted::new(handle, counters), file, schema, batch_size)
         }
     }
 }
 
 fn decode<T: ChunkReader + 'static>(
-    source: T,
+    source: Counted<T>,
     file: &DataFile,
     schema: &SchemaRef,
     batch_size: usize,
-) -> Result<ParquetRecordBatchReader, MergeError> {
-    let builder = match &file.metadata {
-        Some(metadata) => ParquetRecordBatchReaderBuilder::new_with_metadata(source, metadata.clone()),
-        None => {
-            ParquetRecordBatchReaderBuilder::try_new(source).map_err(|e| damaged(file, &e.to_string()))?
-        }
+) -> Result<Option<ParquetRecordBatchReader>, MergeError> {
+    let metadata = match &file.metadata {
+        Some(metadata) => metadata.clone(),
+        None => ArrowReaderMetadata::load(&source, ArrowReaderOptions::new())
+            .map_err(|e| damaged(file, &e.to_string()))?,
     };
-    let arrow = builder.schema().clone();
+    let arrow = metadata.schema().clone();
+    let root = |name: &str, field: &str| {
+        arrow.index_of(name).map_err(|_| damaged(file, &format!("it has no column '{name}' (for '{field}')")))
+    };
     let mut roots = Vec::new();
     for (field, source) in schema.fields().iter().zip(&file.columns) {
-        let Some(name) = source else { continue };
-        let index = arrow
-            .index_of(name)
-            .map_err(|_| damaged(file, &format!("it has no column '{name}' (for '{}')", field.name())))?;
-        roots.push(index);
+        if let Some(name) = source {
+            roots.push(root(name, field.name())?);
+        }
     }
-    let mask = ProjectionMask::roots(builder.parquet_schema(), roots);
-    let rows = builder.metadata().file_metadata().num_rows() as u64;
-    let mut builder = builder.with_projection(mask).with_batch_size(batch_size);
+    let rows = metadata.metadata().file_metadata().num_rows() as u64;
+    let mut chosen = None;
     if !file.deleted.is_empty() || file.rows.is_some() {
         let wanted = file.rows.clone().unwrap_or(0..rows);
-        let mut chosen = selection(&file.deleted, wanted.clone(), rows).map_err(|e| damaged(file, &e))?;
-        // Only the row groups holding wanted rows: the reader opens every listed group's
+        chosen = Some(selection(&file.deleted, wanted, rows).map_err(|e| damaged(file, &e))?);
+    }
+    if let Some((range, name)) = keys_first(file, roots.len()) {
+        let all = chosen.unwrap_or_else(|| vec![RowSelector::select(rows as usize)].into());
+        let key_root = root(name, schema.field(range.column).name())?;
+        let keys = reader(source.clone(), &metadata, vec![key_root], Some(all.clone()), batch_size)
+            .map_err(|e| damaged(file, &e.to_string()))?;
+        let key_type = schema.field(range.column).data_type();
+        let decoded = keys.map(|batch| -> crate::error::Result<ArrayRef> {
+            let column = batch.map_err(|e| damaged(file, &e.to_string()))?.column(0).clone();
+            match column.data_type() == key_type {
+                true => Ok(column),
+                false => arrow_cast::cast(&column, key_type).map_err(|e| damaged(file, &e.to_string())),
+            }
+        });
+        match narrowed(&all, chosen_rows_in_range(decoded, range)?) {
+            Some(narrowed) => chosen = Some(narrowed),
+            None => {
+                if let Some(counters) = &file.counters {
+                    counters.add_skipped_file();
+                }
+                return Ok(None);
+            }
+        }
+    }
+    let reader = reader(source, &metadata, roots, chosen, batch_size);
+    reader.map(Some).map_err(|e| damaged(file, &e.to_string()))
+}
+
+/// The key range and the file's name of the first key column, when `file` is read keys
+/// first: its part is not shared with another range (whose rows it would then have to
+/// decode too), and it reads more columns than the key.
+fn keys_first(file: &DataFile, roots: usize) -> Option<(&KeyRange, &str)> {
+    let range = file.keys.as_deref().filter(|_| file.keys_first && file.shared.is_none() && roots > 1)?;
+    Some((range, file.columns.get(range.column)?.as_deref()?))
+}
+
+/// A reader of the `roots` columns of a file (of footer `metadata`), of the `chosen`
+/// rows (all when `None`).
+fn reader<T: ChunkReader + 'static>(
+    source: T,
+    metadata: &ArrowReaderMetadata,
+    roots: Vec<usize>,
+    chosen: Option<RowSelection>,
+    batch_size: usize,
+) -> parquet::errors::Result<ParquetRecordBatchReader> {
+    let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(source, metadata.clone());
+    let mask = ProjectionMask::roots(builder.parquet_schema(), roots);
+    let mut builder = builder.with_projection(mask).with_batch_size(batch_size);
+    if let Some(mut chosen) = chosen {
+        // Only the row groups holding chosen rows: the reader opens every listed group's
         // column chunks (a codec each), even those its selection skips whole.
         let group_rows = builder.metadata().row_groups().iter().map(|g| g.num_rows() as u64);
-        let (groups, span) = row_groups_holding(group_rows, &wanted);
+        let (groups, span) = row_groups_holding(group_rows, &chosen_span(&chosen));
         chosen.split_off(span.start as usize);
         builder = builder
             .with_row_groups(groups)
             .with_row_selection(chosen.split_off((span.end - span.start) as usize));
     }
-    builder.build().map_err(|e| damaged(file, &e.to_string()))
+    builder.build()
 }
 
 /// The row groups (of these sizes, in order) holding any of the `wanted` rows, and the

@@ -3,6 +3,9 @@
 //! following one another. [`read_sections`] is the whole read, composed in one place:
 //!
 //! - `files`: data files decoded as runs (only the columns and rows the read needs);
+//! - `keys_first`: for a filter's narrow key range, a file's key column decoded first
+//!   and its other columns only for the rows in the range;
+//! - `counters`: the bytes of data files the read took, and the files it skipped;
 //! - `slices`: a section cut into key ranges (`key_range`), so that one bucket merges
 //!   on every thread;
 //! - `groups`: the independent merges (sections, slices) read as one stream;
@@ -10,9 +13,11 @@
 //! - `workers`: the threads that run merges and decoding, kept for the next job;
 //! - [`system_columns`]: the names of Paimon's system columns.
 
+pub mod counters;
 pub(crate) mod files;
 pub(crate) mod groups;
 mod key_range;
+mod keys_first;
 pub(crate) mod prefetch;
 pub(crate) mod slices;
 pub mod system_columns;
@@ -30,6 +35,7 @@ use crate::fold::MergeFunction;
 use crate::merge::plan::MergeOptions;
 use crate::merge::stream::{merge, MergeStream};
 use crate::runs::version::VersionColumns;
+use counters::ReadCounters;
 pub use files::{parquet_file, run_of_files, run_of_parquet, DataFile, Fetch};
 use groups::{merge_groups, GroupOptions};
 use key_range::KeyRange;
@@ -104,6 +110,12 @@ pub fn read_sections(
         row_kind: Some(system_columns::VALUE_KIND.into()),
     };
     let first_key = key.first().and_then(|k| schema.index_of(k).ok());
+    let counters = Arc::new(ReadCounters::default());
+    let counted = |file: DataFile| DataFile { counters: Some(counters.clone()), ..file };
+    let sections: Vec<Vec<Vec<DataFile>>> = sections
+        .into_iter()
+        .map(|runs| runs.into_iter().map(|files| files.into_iter().map(counted).collect()).collect())
+        .collect();
     let sections = match (key_range, first_key) {
         (Some(bounds), Some(column)) => {
             let range = Arc::new(KeyRange { column, lower: bounds.lower, upper: bounds.upper });
@@ -114,7 +126,8 @@ pub fn read_sections(
     let merge = MergeOptions { key, versions, merge, algorithm: Algorithm::LoserTree, batch_size, columns };
     let groups = groups_of_sections(&schema, sections, first_key, threads, batch_size);
     // A table's runs may hold a key more than once (see `MergeFunction::for_partial_run`).
-    merge_groups(schema, groups, GroupOptions { merge, threads, strict: false })
+    let stream = merge_groups(schema, groups, GroupOptions { merge, threads, strict: false })?;
+    Ok(stream.with_read_counters(counters))
 }
 
 /// Parquet files of one schema merged on `threads` threads, in key ranges where the

@@ -28,6 +28,7 @@ use arrow_schema::{DataType, SchemaRef};
 use parquet::arrow::arrow_reader::statistics::StatisticsConverter;
 use parquet::arrow::arrow_reader::ArrowReaderMetadata;
 
+use super::counters::Counted;
 use super::files::{run_of_files, with_page_index, DataFile, SharedZones, Side};
 use super::groups::read_ahead_share;
 use super::key_range::{comparator, KeyRange};
@@ -221,7 +222,7 @@ fn zones_of(file: &mut DataFile, key_type: &DataType, key: usize) -> Option<Zone
         return None;
     }
     if file.metadata.is_none() {
-        let handle = File::open(&file.path).ok()?;
+        let handle = Counted::new(File::open(&file.path).ok()?, file.counters.clone());
         file.metadata = Some(ArrowReaderMetadata::load(&handle, with_page_index()).ok()?);
     }
     let metadata = file.metadata.as_ref()?;
@@ -248,6 +249,7 @@ pub(crate) fn narrow_runs(
         Some(zones) => zones.parts(&file, &ranges).pop().unwrap_or_default(),
         None => vec![DataFile { keys: Some(range.clone()), ..file }],
     };
+    let narrow = |file: DataFile| narrow(file).into_iter().map(|part| DataFile { keys_first: true, ..part });
     runs.into_iter()
         .map(|files| files.into_iter().flat_map(narrow).collect::<Vec<_>>())
         .filter(|files| !files.is_empty())

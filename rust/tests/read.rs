@@ -10,8 +10,9 @@ use arrow_schema::{DataType, Field, Schema};
 use parquet::arrow::ArrowWriter;
 
 use super::slices::Files;
+use crate::read::counters::ReadStats;
 use crate::read::system_columns::{KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND};
-use crate::read::{read_sections, DataFile, ReadOptions};
+use crate::read::{read_sections, DataFile, KeyBounds, ReadOptions};
 use crate::RowKind;
 
 /// A version of a row of a table keyed by `id` with one value column `v`.
@@ -83,5 +84,104 @@ fn a_table_reads_through_its_entry_point() {
             [Some("B".into()), Some("d".into()), Some("x".into()), None],
             "on {threads} threads"
         );
+    }
+}
+
+/// A file of rows `(a, b, sequence number)` of a table keyed by `(a, b)` (sorted), in
+/// pages of 3 rows, with its page index.
+fn paged_file(files: &Files, rows: &[(i64, i64, i64)]) -> DataFile {
+    let column = |f: fn(&(i64, i64, i64)) -> i64| Arc::new(Int64Array::from_iter_values(rows.iter().map(f)));
+    let batch = RecordBatch::try_from_iter([
+        ("a", column(|r| r.0) as ArrayRef),
+        ("b", column(|r| r.1) as ArrayRef),
+        (SEQUENCE_NUMBER, column(|r| r.2) as ArrayRef),
+        (VALUE_KIND, Arc::new(Int8Array::from(vec![RowKind::Insert as i8; rows.len()])) as ArrayRef),
+    ])
+    .unwrap();
+    let path = files.dir.join(format!("{}.parquet", std::fs::read_dir(&files.dir).unwrap().count()));
+    let properties = parquet::file::properties::WriterProperties::builder()
+        .set_data_page_row_count_limit(3)
+        .set_write_batch_size(3)
+        .build();
+    let mut writer =
+        ArrowWriter::try_new(std::fs::File::create(&path).unwrap(), batch.schema(), Some(properties))
+            .unwrap();
+    writer.write(&batch).unwrap();
+    writer.close().unwrap();
+    let columns = ["a", "b", SEQUENCE_NUMBER, VALUE_KIND].map(|c| Some(c.to_string())).to_vec();
+    DataFile { path, columns, ..DataFile::default() }
+}
+
+/// The `(a, b)` rows a read of `sections` outputs with the first key column in `lower..upper`,
+/// and its figures.
+fn read_range(
+    sections: Vec<Vec<Vec<DataFile>>>,
+    lower: i64,
+    upper: i64,
+    threads: usize,
+) -> (Vec<(i64, i64)>, ReadStats) {
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("a", DataType::Int64, false),
+        Field::new("b", DataType::Int64, false),
+        Field::new(SEQUENCE_NUMBER, DataType::Int64, false),
+        Field::new(VALUE_KIND, DataType::Int8, false),
+    ]));
+    let bound = |v: i64| Some(Arc::new(Int64Array::from(vec![v])) as ArrayRef);
+    let options = ReadOptions {
+        columns: Some(vec!["a".into(), "b".into(), SEQUENCE_NUMBER.into()]),
+        threads,
+        key_range: Some(KeyBounds { lower: bound(lower), upper: bound(upper) }),
+        ..ReadOptions::new(&["a", "b"])
+    };
+    let mut stream = read_sections(schema, sections, options).unwrap();
+    let mut rows = Vec::new();
+    for batch in stream.by_ref() {
+        let batch = batch.unwrap();
+        let (a, b) =
+            (batch.column(0).as_primitive::<Int64Type>(), batch.column(1).as_primitive::<Int64Type>());
+        rows.extend(a.values().iter().copied().zip(b.values().iter().copied()));
+    }
+    (rows, stream.stats().read.expect("a table's read counts its files"))
+}
+
+#[test]
+fn a_key_range_reads_the_other_columns_only_of_files_holding_its_keys() {
+    let files = Files::new();
+    // The first key column's 5s cross two page boundaries.
+    let crossing = paged_file(
+        &files,
+        &[(1, 0, 1), (2, 0, 1), (5, 0, 1), (5, 1, 1), (5, 2, 1), (5, 3, 1), (5, 4, 1), (7, 0, 1)],
+    );
+    // Its second page's statistics (4..7) may hold 5, but it holds none.
+    let without = paged_file(&files, &[(1, 1, 2), (2, 1, 2), (3, 1, 2), (4, 1, 2), (6, 1, 2), (7, 1, 2)]);
+    // Every key's first column is 5; its row 1 is deleted.
+    let mut equal = paged_file(&files, &[(5, 2, 3), (5, 3, 3), (5, 9, 3)]);
+    equal.deleted = vec![1];
+    // No page may hold 5: the file is never opened past its footer.
+    let below = paged_file(&files, &[(1, 5, 4), (2, 5, 4)]);
+    for threads in [1, 2] {
+        let sections = vec![vec![
+            vec![crossing.clone()],
+            vec![without.clone()],
+            vec![equal.clone()],
+            vec![below.clone()],
+        ]];
+        let (rows, stats) = read_range(sections.clone(), 5, 6, threads);
+        assert_eq!(rows, [(5, 0), (5, 1), (5, 2), (5, 3), (5, 4), (5, 9)], "on {threads} threads");
+        assert_eq!(stats.files_skipped, 1, "on {threads} threads: {stats:?}");
+        assert!(stats.bytes_read > 0);
+        // A key in no file: every file the statistics let through is skipped after its key column.
+        let (rows, stats) = read_range(sections.clone(), 3, 4, threads);
+        assert_eq!(rows, [(3, 1)]);
+        assert_eq!(stats.files_skipped, 1, "only `without` holds a 3: {stats:?}");
+        let (rows, stats) = read_range(sections.clone(), 6, 7, threads);
+        assert_eq!(rows, [(6, 1)]);
+        assert_eq!(
+            stats.files_skipped, 1,
+            "the 6 of `without` is in `crossing`'s last page's range: {stats:?}"
+        );
+        let (rows, stats) = read_range(sections, 5, 5, threads);
+        assert!(rows.is_empty(), "an empty range: {rows:?}");
+        assert!(stats.files_skipped >= 2, "the files that statistics let through are skipped: {stats:?}");
     }
 }

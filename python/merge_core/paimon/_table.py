@@ -109,6 +109,10 @@ class Table:
 
     def __init__(self, root: Location, schema: TableSchema) -> None:
         self._root = root
+        # The live files of the snapshot planned last, by its manifest lists (whose names
+        # are never reused): a table read again and again, as by point lookups, reads
+        # its manifests once per snapshot.
+        self._planned_files: tuple[tuple[int, str, str], list[DataFile]] | None = None
         self._use(schema)
 
     def _use(self, schema: TableSchema) -> None:
@@ -1035,7 +1039,7 @@ class Table:
         predicate = None if filter is None else _predicate.parse(filter, schema.arrow.names)
         refuse(schema.options, READ, [key for key in schema.options if key not in SNAPSHOT_CHOICE], self._append)
         chosen, dynamic_filters = _partition_filter(schema, partitions, dynamic_filter)
-        files = live_files(self._root, snap) if snap else []
+        files = self._live_files(snap) if snap else []
         compacted_only = not self._append and _skips_level_zero(schema)  # an append table's files are all level 0
         if compacted_only:
             files = [f for f in files if f.level > 0]
@@ -1070,6 +1074,13 @@ class Table:
             **skipped,
         }
         return Plan(splits, stats)
+
+    def _live_files(self, snap: Snapshot) -> list[DataFile]:
+        """``snap``'s live files, read from its manifests once while it stays the one planned."""
+        key = (snap.id, snap.base_manifest_list, snap.delta_manifest_list)
+        if self._planned_files is None or self._planned_files[0] != key:
+            self._planned_files = (key, live_files(self._root, snap))
+        return list(self._planned_files[1])
 
     def read_split(self, split: Split, batch_size: int = READ_BATCH_ROWS, threads: int = 1) -> Stream:
         """The merged rows of one split, with the columns it was planned for."""
@@ -1109,7 +1120,9 @@ class Table:
         it are not read, by Paimon's rules (docs/table-format.md, "Filters"), and the
         stats count them (``partitions_skipped_by_filter``, ``buckets_skipped_by_filter``,
         ``files_skipped_by_key_stats``, ``files_skipped_by_value_stats``,
-        ``rows_filtered_out``).
+        ``rows_filtered_out``; ``files_skipped``: files whose key column, decoded first,
+        held no key the filter allows, so no other column of theirs was read;
+        ``bytes_read``: the bytes taken of the data files).
 
         >>> import pyarrow as pa, pyarrow.compute as pc, merge_core as mc, tempfile
         >>> t = mc.Table.create(tempfile.mkdtemp() + "/t", pa.schema([("k", pa.int64()), ("v", pa.int64())]), key="k")
