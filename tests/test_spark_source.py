@@ -459,6 +459,9 @@ def test_bad_options_and_modes_are_clear_errors(source, tables, tmp_path):
         (lambda: reader().schema("id string").load(path).collect(), "column 'id' is bigint in the table, not string"),
     ]
     df = source.read.format("merge_core").load(path)
+    # Tasks would each assign new keys to buckets: refused (Table.write does it).
+    dynamic_table = mc.Table.create(tmp_path / "dynamic", SCHEMA, key="id", partition_by=["day", "hour"], buckets=-1)
+    dynamic = str(dynamic_table.path)
     source.sql(f"CREATE OR REPLACE TEMPORARY VIEW dedup USING merge_core OPTIONS (path '{path}')")
 
     def writer():
@@ -472,6 +475,7 @@ def test_bad_options_and_modes_are_clear_errors(source, tables, tmp_path):
         (lambda: source.sql("INSERT OVERWRITE dedup PARTITION (day = 'd') SELECT 1"), "NON_PARTITION_COLUMN"),
         (lambda: writer().mode("append").option("snapshot", "1").save(path), "for writing the merge_core source"),
         (lambda: df.drop("note").write.format("merge_core").mode("append").save(path), r"missing \['note'\]"),
+        (lambda: writer().mode("append").save(dynamic), r"dynamic buckets \('bucket' = -1\)"),
     ]
     snapshots = tables["deduplicate"].snapshots()
     for action, message in cases:

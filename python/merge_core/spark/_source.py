@@ -42,7 +42,7 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, UnsupportedFeatureError
 from ..paimon import Catalog, CommitMessage, Table
 from ._pushdown import PartitionFilter, key_filter, partition_filter
 from ._stream import READ_STREAM, WRITE_STREAM, StreamReader, changelog_wanted, stream_schema, stream_writer
@@ -148,6 +148,13 @@ class Source(DataSource):
         memory_limit = self.options.get("memory_limit", "256MiB")
         # A table merge-core cannot write is refused here, before any task starts.
         table.new_write(row_kind, memory_limit, overwrite=replace is not None).close()
+        if table.key and table.buckets == -1:
+            # Each task would assign new keys to buckets from the same hash index on its
+            # own: two tasks could put one key in two buckets, or one bucket's index twice.
+            raise UnsupportedFeatureError(
+                f"writing a table with dynamic buckets ('bucket' = -1) through the merge_core source ({table.path}):"
+                " its tasks would each assign new keys to buckets; write it with Table.write"
+            )
         _check_columns(schema, table, row_kind)
         return Writer(where, row_kind, memory_limit, replace)
 
