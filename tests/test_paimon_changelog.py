@@ -662,6 +662,33 @@ def test_lookup_changelog_of_a_write_below_the_top_level(tmp_path, engine, dv):
     assert mine == theirs == rust == as_tuples(list(views[-1].values()))
 
 
+@pytest.mark.parametrize(("engine", "dv"), [("aggregation", True), ("deduplicate", True), ("first-row", False)])
+def test_lookup_changelog_of_a_universal_pick(tmp_path, engine, dv):
+    """Trigger 2, 6 levels: a large write (to level 5), a middling one (two runs far apart:
+    nothing for the universal pick, level 0 forced up just below, to 4), then a small one:
+    three runs, more than the trigger, so the universal pick (run count) merges level 0
+    with level 4 into level 4, as Paimon's ``ForceUpLevel0Compaction`` tries it first;
+    the forced pick would have taken level 0 alone, into level 3. The changelog is the
+    small write's change all the same."""
+    root = tmp_path / "db.db" / "t"
+    t = lookup_table(root, engine, dv, {"num-levels": "6", "num-sorted-run.compaction-trigger": "2"})
+    many = [{"k": k, "p": "a", "v": k, "w": f"w{k}", KIND: "+I"} for k in range(3000)]
+    middling = [{"k": k, "p": "a", "v": 2, "w": None, KIND: "+I"} for k in range(2000, 3500)]  # 500 new keys
+    few = [{"k": k, "p": "a", "v": 1, "w": None, KIND: "+I"} for k in (3, 5, 5000)]
+    steps = [("merge-core", many), ("merge-core", middling), ("merge-core", few)]
+    expected, views = lookup_oracle(engine, dv, steps)
+    levels = []
+    run_lookup(t, steps, lambda i: levels.append(sorted({f["level"] for f in t.files()})))
+    assert levels == [[5], [4, 5], [4, 5]]
+    assert lookup_changes_by_key(t.changes(0).read_all().to_pylist()) == expected
+    latest = t.snapshots()[-1]
+    assert lookup_changes_by_key(t.changes(latest - 1).read_all().to_pylist()) == lookup_changes_by_key(
+        pypaimon_changes(root, latest - 1, latest)
+    )
+    mine, theirs, rust = peers_read(root)
+    assert mine == theirs == rust == as_tuples(list(views[-1].values()))
+
+
 def test_an_overwrite_of_a_lookup_table_commits_no_changelog(tmp_path):
     root = tmp_path / "db.db" / "t"
     t = lookup_table(root, "deduplicate", False)

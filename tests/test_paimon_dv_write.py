@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 from helpers import pypaimon_commit, pypaimon_rust_rows
 from merge_core.paimon._lookup import Run, pick
+from merge_core.paimon._schema import TableSchema
 from test_expire import catalog, identifier
 
 pypaimon = pytest.importorskip("pypaimon")
@@ -265,6 +266,78 @@ def test_java_written_deletion_vector_tables_take_appends(tmp_path, name):
     assert all(f["level"] > 0 for f in table.files())
 
 
+@pytest.mark.skipif(not FIXTURES.is_dir(), reason="the shared Paimon fixtures are not beside this checkout")
+@pytest.mark.parametrize("name", ["pk_table_scan_and_read_dv", "pk_dv_index_in_data_no_external"])
+def test_java_written_levels_above_the_configured_top_stay_the_trees(tmp_path, name):
+    """Java left partition 10's bucket 0 at levels 4 and 5; with a trigger of 2 the table's
+    options make 3 levels, but Paimon's ``Levels`` grows to hold the files (6 levels).
+    A one-row write to that bucket: three runs, more than the trigger; once run count
+    takes the first two, the level-0 file (a one-row Parquet file of this schema: over
+    1,000 bytes) with level 4's reaches level 5's by size ratio, so every run merges,
+    into level 5, not 2. The level-0 files Java left in bucket 1 stay unread, as in
+    Paimon: the model is what pypaimon-rust reads before the write, and the new row."""
+    warehouse = tmp_path / "w"
+    shutil.copytree(FIXTURES / f"{name}.db", warehouse / f"{name}.db")
+    root = warehouse / f"{name}.db" / name
+    visible = {(r["f0"], r["f1"], r["f2"]): r for r in pypaimon_rust_rows(root)}
+    table = mc.Table.open(root)
+    table.set_options({"num-sorted-run.compaction-trigger": "2"})
+    sizes = sorted((f["level"], f["bytes"]) for f in table.files() if (f["partition"], f["bucket"]) == ((10,), 0))
+    assert [level for level, _ in sizes] == [4, 5]
+    assert (1000 + sizes[0][1]) * 1.01 >= sizes[1][1]
+    others = sorted((f["path"], f["level"]) for f in table.files() if (f["partition"], f["bucket"]) != ((10,), 0))
+    row = {"f0": "Alice", "f1": 10, "f2": 1, "f3": 99.0}
+    table.write(pa.Table.from_pylist([row], schema=table.schema))
+    visible[("Alice", 10, 1)] = row
+    bucket = [f for f in table.files() if (f["partition"], f["bucket"]) == ((10,), 0)]
+    assert [f["level"] for f in bucket] == [5]
+    assert sorted((f["path"], f["level"]) for f in table.files() if f not in bucket) == others
+    expected = _canonical(visible.values())
+    assert _canonical(table.read().read_all().to_pylist()) == expected
+    assert _canonical(pypaimon_rust_rows(root)) == expected
+    theirs = pypaimon.CatalogFactory.create({"warehouse": str(warehouse)}).get_table(f"{name}.{name}")
+    builder = theirs.new_read_builder()
+    assert _canonical(builder.new_read().to_arrow(builder.new_scan().plan().splits()).to_pylist()) == expected
+
+
+@pytest.mark.parametrize("engine", ["deduplicate", "first-row"])
+def test_a_write_takes_the_universal_pick_before_forcing_level_zero_up(tmp_path, engine):
+    """Trigger 2, 6 levels: a large base at level 5, a middling write (two runs, far
+    apart: no universal pick, level 0 forced up, into level 4), then a small write: three
+    runs, more than the trigger, so the universal pick merges the two newest (level 0 and
+    4) into level 4, where the forced pick would take level 0 alone, into level 3."""
+    root = tmp_path / "db.db" / "t"
+    options = {"num-levels": "6", "num-sorted-run.compaction-trigger": "2"}
+    if engine == "deduplicate":
+        options["deletion-vectors.enabled"] = "true"
+    schema = pa.schema([pa.field("k", pa.int64(), False), ("v", pa.int64()), ("w", pa.string())])
+    table = mc.Table.create(root, schema, key="k", buckets=1, merge=engine, options=options)
+    model: dict[int, tuple] = {}
+    writes = [
+        [(k, k, f"base{k}") for k in range(3000)],
+        [(k, -k, "mid") for k in range(0, 3000, 3)] + [(5000 + k, k, "mid") for k in range(200)],
+        [(k, 7, "small") for k in (1, 3, 2999, 9000)],
+    ]
+    for rows in writes:
+        table.write(pa.Table.from_pylist([dict(zip(("k", "v", "w"), r, strict=True)) for r in rows], schema=schema))
+        for r in rows:
+            if engine == "deduplicate" or r[0] not in model:
+                model[r[0]] = r
+        if rows is writes[0]:
+            assert [f["level"] for f in table.files()] == [5]
+        if rows is writes[1]:
+            assert sorted(f["level"] for f in table.files()) == [4, 5]
+    sizes = sorted((f["level"], f["bytes"]) for f in table.files())
+    assert [level for level, _ in sizes] == [4, 5], sizes
+    mine = sorted(tuple(r.values()) for r in table.read().read_all().to_pylist())
+    rust = sorted(tuple(r[c] for c in ("k", "v", "w")) for r in pypaimon_rust_rows(root))
+    builder = catalog(root).get_table(identifier(root)).new_read_builder()
+    theirs = sorted(
+        tuple(r.values()) for r in builder.new_read().to_arrow(builder.new_scan().plan().splits()).to_pylist()
+    )
+    assert mine == theirs == rust == sorted(model.values())
+
+
 def _merged_rows(root: Path) -> list[dict]:
     """The fixture's rows as a merge of every file (level 0 too): what Paimon's writer
     makes visible once it compacts them."""
@@ -301,10 +374,38 @@ def run(level: int, size: int) -> Run:
         ([run(0, 10), run(0, 10), run(3, 1000), run(5, 5)], (2, 2)),
         ([run(0, 10), run(4, 15), run(5, 30)], (1, 3)),
         ([run(0, 10), run(4, 10), run(5, 20)], (3, 5)),  # everything: the top
+        ([run(0, 10), run(4, 10), run(7, 20)], (3, 7)),  # a file above the top: the tree's top is its level
+        ([run(0, 10), run(6, 15), run(7, 30)], (1, 5)),
     ],
 )
 def test_the_pick_is_paimons_forced_level_zero_compaction(runs, expected):
-    assert pick(runs, 5, 1) == expected
+    """Fewer runs than the trigger (5): the universal pick takes nothing, level 0 is forced up."""
+    unit = pick(TableSchema(0, (), (), ("k",), {}), runs)
+    assert (unit.runs, unit.level) == expected
+
+
+@pytest.mark.parametrize(
+    ("options", "runs", "expected"),
+    [
+        # Run count (3 runs, trigger 2): level 0 with the run after it, into its level;
+        # the forced pick would take level 0 alone (10 * 1.01 < 15), into level 3.
+        ({"num-levels": "6"}, [run(0, 10), run(4, 15), run(5, 30)], (2, 4)),
+        # Size amplification: the newer runs exceed twice the oldest, every run to the top;
+        # forced: level 0 alone, into level 3.
+        ({"num-levels": "6"}, [run(0, 10), run(4, 100), run(5, 50)], (3, 5)),
+        # Two runs, trigger 2, far apart in size: the universal pick takes nothing, forced.
+        ({"num-levels": "6"}, [run(0, 10), run(5, 1000)], (1, 4)),
+        # No num-levels: trigger 2 makes 3 levels, but the files at 4 and 5 make 6.
+        ({}, [run(0, 10), run(4, 15), run(5, 30)], (2, 4)),
+        ({}, [run(0, 10), run(4, 10), run(5, 20)], (3, 5)),
+    ],
+)
+def test_the_pick_tries_the_universal_pick_first(options, runs, expected):
+    """Paimon's ``ForceUpLevel0Compaction``: the universal pick (trigger 2), level 0 forced
+    up only when it takes nothing."""
+    schema = TableSchema(0, (), (), ("k",), {"num-sorted-run.compaction-trigger": "2", **options})
+    unit = pick(schema, runs)
+    assert (unit.runs, unit.level) == expected
 
 
 def test_a_write_whose_bucket_changed_meanwhile_is_a_conflict_and_lands_nothing(tmp_path):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,17 +48,17 @@ def compaction_tasks(
     ``marked``, the (partition, bucket) of each); otherwise the runs Paimon's universal
     compaction picks (``lookup``: a deletion-vector or first-row table, see
     :func:`_universal_task`)."""
-    top = top_level(schema)
     by_bucket: dict[tuple[bytes, int], list[dict[str, Any]]] = {}
     for e in entries:
         by_bucket.setdefault((e["_PARTITION"], e["_BUCKET"]), []).append(e)
     if full:
-        return [
-            CompactTask(snapshot, partition, bucket, group[0]["_TOTAL_BUCKETS"], top, tuple(group))
-            for (partition, bucket), group in sorted(by_bucket.items())
-            if _needs_full_compaction([e["_FILE"] for e in group], top) or (partition, bucket) in marked
-        ]
-    picked = (_universal_task(snapshot, schema, top, group, lookup) for _, group in sorted(by_bucket.items()))
+        tasks = []
+        for (partition, bucket), group in sorted(by_bucket.items()):
+            top = top_level(schema, (e["_FILE"]["_LEVEL"] for e in group))
+            if _needs_full_compaction([e["_FILE"] for e in group], top) or (partition, bucket) in marked:
+                tasks.append(CompactTask(snapshot, partition, bucket, group[0]["_TOTAL_BUCKETS"], top, tuple(group)))
+        return tasks
+    picked = (_universal_task(snapshot, schema, group, lookup) for _, group in sorted(by_bucket.items()))
     return [task for task in picked if task is not None]
 
 
@@ -79,7 +80,7 @@ def _level_zero_order(entry: dict[str, Any]) -> tuple:
 
 
 def _universal_task(
-    snapshot: int, schema: TableSchema, top: int, group: list[dict[str, Any]], lookup: bool
+    snapshot: int, schema: TableSchema, group: list[dict[str, Any]], lookup: bool
 ) -> CompactTask | None:
     """The task of a bucket's universal pick (None: nothing to compact), with Paimon's
     ``MergeTreeCompactManager`` rules: a pick of one file already at its output level is
@@ -87,8 +88,9 @@ def _universal_task(
     any level above 0 with deletion vectors). ``lookup``: a deletion-vector or first-row
     table, whose level-0 runs are forced up when nothing else is picked."""
     runs = bucket_runs(group)
-    num_levels = max(top + 1, max(e["_FILE"]["_LEVEL"] for e in group) + 1)
-    unit = pick(num_levels, [_sorted_run(run) for run in runs], _rules(schema.options, runs, num_levels, lookup))
+    num_levels = top_level(schema, (e["_FILE"]["_LEVEL"] for e in group)) + 1
+    last_full = last_full_compaction(schema, ((e["_FILE"]["_LEVEL"], e["_FILE"].get("_CREATION_TIME")) for e in group))
+    unit = pick(num_levels, [_sorted_run(run) for run in runs], pick_rules(schema, last_full, lookup))
     if unit is None:
         return None
     picked = [e for run in runs[: unit.runs] for e in run]
@@ -120,15 +122,22 @@ def _sorted_run(run: list[dict[str, Any]]) -> SortedRun:
     return SortedRun(run[0]["_FILE"]["_LEVEL"], sum(e["_FILE"]["_FILE_SIZE"] for e in run))
 
 
-def _rules(options: dict[str, str], runs: list[list[dict[str, Any]]], num_levels: int, lookup: bool) -> Universal:
-    """The pick's rules; the bucket was last fully compacted when its newest top-level
-    file was written, as Paimon's writer estimates it when it starts."""
-    oldest = runs[-1]
-    last_full = None
-    if oldest[0]["_FILE"]["_LEVEL"] == num_levels - 1:
-        last_full = max((_epoch_ms(e["_FILE"].get("_CREATION_TIME")) for e in oldest), key=lambda t: t or -1)
-    rules = Universal.of(options, last_full=last_full)
+def pick_rules(schema: TableSchema, last_full: int | None, lookup: bool) -> Universal:
+    """The rules of a bucket's pick, last fully compacted at ``last_full`` (epoch ms);
+    ``lookup``: a lookup table's, whose level-0 runs are forced up when nothing else is
+    picked (Paimon's ``ForceUpLevel0Compaction``)."""
+    rules = Universal.of(schema.options, last_full=last_full)
     return dataclasses.replace(rules, force_up_level_0=True) if lookup else rules
+
+
+def last_full_compaction(schema: TableSchema, files: Iterable[tuple[int, Any]]) -> int | None:
+    """When a bucket was last fully compacted, as Paimon's writer estimates it when it
+    starts: the newest creation time (epoch ms) of its ``files`` (level, creation time)
+    at the table's top level. Paimon takes that level from the options alone, not from
+    the bucket's files as its ``Levels`` does."""
+    top = top_level(schema)
+    times = [_epoch_ms(created) for level, created in files if level == top]
+    return max((t for t in times if t is not None), default=None)
 
 
 def _needs_whole_bucket(options: dict[str, str], picked: list[dict[str, Any]], drop: bool, lookup: bool) -> bool:
@@ -171,20 +180,25 @@ def _epoch_ms(created: Any) -> int | None:
     return int(created.replace(tzinfo=None).timestamp() * 1000)
 
 
-def top_level(schema: TableSchema) -> int:
-    """The highest level of the table's LSM tree: ``num-levels`` - 1, by default one more
-    level than ``num-sorted-run.compaction-trigger`` runs (5), as in Paimon, whose
-    levels start at 0 and number two at least."""
+def top_level(schema: TableSchema, levels: Iterable[int] = ()) -> int:
+    """The highest level of a bucket's LSM tree, as Paimon's ``Levels`` counts it: the
+    table's, ``num-levels`` - 1 (by default one more level than
+    ``num-sorted-run.compaction-trigger`` runs, 5), unless a file of the bucket
+    (``levels``: its files' levels) is higher. A writer with more levels (an earlier
+    ``num-levels`` or trigger, pypaimon, Java) may have left files there; the tree then
+    grows to hold them, and its compactions to the top write at their level."""
     options = schema.options
     trigger = int_option(options, "num-sorted-run.compaction-trigger", 5)
     if "num-levels" in options:
-        return int_option(options, "num-levels", 0, minimum=2) - 1
-    if trigger < 1:
+        configured = int_option(options, "num-levels", 0, minimum=2) - 1
+    elif trigger < 1:
         raise InvalidInputError(
             f"option 'num-sorted-run.compaction-trigger' must be at least 1 without 'num-levels' (the table then "
             f"has that many levels plus one, and needs two), got {trigger}"
         )
-    return trigger
+    else:
+        configured = trigger
+    return max([configured, *levels])
 
 
 def _needs_full_compaction(files: list[dict[str, Any]], top: int) -> bool:

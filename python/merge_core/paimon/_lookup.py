@@ -5,13 +5,16 @@ changelog is made by lookup (``changelog-producer = lookup``).
 
 For each (partition, bucket) a write touched:
 
-1. **Pick** (Paimon's ``ForceUpLevel0Compaction`` falling back to
-   ``UniversalCompaction.forcePickL0``): the sorted runs are the level-0 files, newest
-   first, then one run per non-empty level. Every level-0 run is taken, then the runs
-   after it while their size is within ``compaction.size-ratio`` percent of what is
-   taken (level 1 always). The output level is the next run's level less one (the top
-   level if every run is taken); never 0 (then the next run above 0 is taken too and
-   its level is the output's).
+1. **Pick** (Paimon's ``ForceUpLevel0Compaction``, ``_universal.pick``): the sorted
+   runs are the level-0 files, newest first, then one run per non-empty level. The
+   universal pick comes first (with enough runs: size amplification, size ratio, run
+   count; it always takes every level-0 run, as its output is never level 0); when it
+   picks nothing, every level-0 run is taken, then the runs after it while their size
+   is within ``compaction.size-ratio`` percent of what is taken (level 1 always). The
+   output level is the next run's level less one (the top level if every run is
+   taken); never 0 (then the next run above 0 is taken too and its level is the
+   output's). The top level is the bucket's (``_compact.top_level``): the table's, or
+   its highest file's if that is higher.
 2. **Look up** each key of the picked files in the files of the levels above the
    output (the rows no deletion vector hides). Every reader's invariant is kept: a key
    is at most once among the live rows of levels 1 and up.
@@ -51,13 +54,16 @@ import pyarrow.parquet as pq
 from ..errors import CorruptTableError
 from ._changelog import LOOKUP, as_schema, first_of_each_key, lookup_changes, producer
 from ._commit import CommitMessage
-from ._compact import top_level
+from ._compact import last_full_compaction, pick_rules, top_level
 from ._dv import DvUpdate, bucket_index_files, deleted_positions, write_index
 from ._hash_index import index_file
 from ._meta import DataFile, Snapshot
-from ._options import bool_option, int_option
+from ._options import bool_option
 from ._plan import FileRead, Planner
 from ._plan import sections as sections_of
+from ._schema import TableSchema
+from ._universal import CompactUnit, SortedRun
+from ._universal import pick as universal_pick
 
 POSITION = "_POSITION"
 
@@ -111,23 +117,15 @@ def sorted_runs(files: Iterable[DataFile]) -> list[Run]:
     return [Run(0, (f,)) for f in zero] + [Run(lv, tuple(f for f in files if f.level == lv)) for lv in levels]
 
 
-def pick(runs: Sequence[Run], top: int, size_ratio: int) -> tuple[int, int]:
-    """How many of ``runs`` a forced level-0 compaction takes, and its output level."""
-    count = sum(1 for r in runs if r.level == 0)
-    size = sum(r.size for r in runs[:count])
-    for run in runs[count:]:
-        if size * (100 + size_ratio) / 100 < run.size and run.level > 1:
-            break
-        size += run.size
-        count += 1
-    level = top if count == len(runs) else max(0, runs[count].level - 1)
-    if level == 0:  # never output to level 0: take runs up to the next one above it
-        for run in runs[count:]:
-            count += 1
-            if run.level != 0:
-                level = run.level
-                break
-    return count, top if count == len(runs) else level
+def pick(schema: TableSchema, runs: Sequence[Run]) -> CompactUnit | None:
+    """What Paimon's ``ForceUpLevel0Compaction`` picks from a bucket's ``runs``: the
+    universal pick, else every level-0 run and the next ones by size ratio; in a tree of
+    the levels its files need (``top_level``). ``None``: no level-0 run to compact."""
+    files = [f for run in runs for f in run.files]
+    top = top_level(schema, (f.level for f in files))
+    created = ((f.level, (f.record or {}).get("_CREATION_TIME")) for f in files)
+    rules = pick_rules(schema, last_full_compaction(schema, created), lookup=True)
+    return universal_pick(top + 1, [SortedRun(run.level, run.size) for run in runs], rules)
 
 
 class LookupCompaction:
@@ -148,8 +146,6 @@ class LookupCompaction:
         self.planner, self.snapshot, self.merge_into = planner, snapshot, merge_into
         self.schema = planner.schema
         options = self.schema.options
-        self.top = top_level(self.schema)
-        self.size_ratio = int_option(options, "compaction.size-ratio", 1)
         self.dv = bool_option(options, "deletion-vectors.enabled")
         self.first_row = options.get("merge-engine", "deduplicate").strip().lower() == "first-row"
         self.changelog = changelog if producer(options) == LOOKUP else None
@@ -167,7 +163,10 @@ class LookupCompaction:
         new = [DataFile.of({**bucket, "_FILE": f}) for f in m.new_files]
         existing = self.live.get((m.partition, m.bucket), [])
         runs = sorted_runs([*existing, *new])
-        count, level = pick(runs, self.top, self.size_ratio)
+        unit = pick(self.schema, runs)
+        if unit is None:  # no level-0 file (the write's are level 0: not reached)
+            return m
+        count, level, top = unit.runs, unit.level, top_level(self.schema, (run.level for run in runs))
         picked = [f for run in runs[:count] for f in run.files]
         above = [f for run in runs[count:] for f in run.files]
         reads = {f.name: self.planner.file_read(f, m.partition, m.bucket) for f in [*picked, *above]}
@@ -180,7 +179,7 @@ class LookupCompaction:
 
         found, hits = self._look_up(picked, above, keys_of)
         if found and not self.dv and not self.first_row:  # nothing could hide the rows found: take every run
-            level, picked, above, found, hits = self.top, [f for run in runs for f in run.files], [], {}, []
+            level, picked, above, found, hits = top, [f for run in runs for f in run.files], [], {}, []
         before = self._rows_before(picked, above, reads, found)
         # The keys of the level-0 files; None: every key merged (no file above level 0 taken).
         zero = [f for f in picked if f.level == 0]

@@ -759,8 +759,9 @@ class Table:
             merge = _keeping_deletes(self._setup_for(schema).merge)
         stream = self._read([whole], schema, wanted, READ_BATCH_ROWS, 1, {}, merge=merge)
         lowest = min(f.min_sequence for f in files)
-        # A full-compaction table's compaction to the top level also writes what it changed,
-        # as does a lookup table's of level-0 files (Paimon's rewriteLookupChangelog).
+        # A full-compaction table's compaction to the top level (the options', as Paimon's
+        # rewriter takes it, not the bucket's) also writes what it changed, as does a lookup
+        # table's of level-0 files (Paimon's rewriteLookupChangelog).
         merged: list[pa.RecordBatch] | None = None
         producer = changelog_producer(schema.options)
         if (producer == FULL_COMPACTION and task.level == top_level(schema)) or (
