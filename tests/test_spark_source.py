@@ -460,7 +460,9 @@ def test_bad_options_and_modes_are_clear_errors(source, tables, tmp_path):
     ]
     df = source.read.format("merge_core").load(path)
     # Tasks would each assign new keys to buckets: refused (Table.write does it).
-    dynamic_table = mc.Table.create(tmp_path / "dynamic", SCHEMA, key="id", partition_by=["day", "hour"], buckets=-1)
+    dynamic_table = mc.Table.create(
+        tmp_path / "dynamic", SCHEMA, key="id", partition_by=["day", "hour"], options={"bucket": "-1"}
+    )
     dynamic = str(dynamic_table.path)
     source.sql(f"CREATE OR REPLACE TEMPORARY VIEW dedup USING merge_core OPTIONS (path '{path}')")
 

@@ -12,6 +12,7 @@ picks the snapshot a read takes and ``_branch`` points a table at one of its bra
 """
 
 from ._catalog import Catalog
+from ._changes import ROW_KIND
 from ._commit import CommitMessage, summary
 from ._compact import CompactTask
 from ._merge_options import PaimonMerge, merge_from_paimon_options, paimon_options
@@ -29,6 +30,7 @@ __all__ = [
     "TableWrite",
     "CommitMessage",
     "CompactTask",
+    "ROW_KIND",
     "summary",
     "PaimonMerge",
     "merge_from_paimon_options",

@@ -35,8 +35,7 @@ from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.types import StringType, StructField, StructType
 
 from ..errors import InvalidInputError, UnsupportedFeatureError
-from ..paimon import Table
-from ..paimon._changes import ROW_KIND
+from ..paimon import ROW_KIND, Table
 from ._types import arrow_form, to_spark
 
 try:  # PySpark 4.1 or later
