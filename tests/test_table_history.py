@@ -1,9 +1,10 @@
 """Random histories of a partitioned primary-key table against a plain-Python model.
 
-A hypothesis state machine writes, alters (add, rename, drop and widen columns, set
-options), tags, rolls back (to a snapshot or a tag), overwrites (static and dynamic),
-drops partitions, truncates and compacts (full or not) one table, with merge-core and,
-in some steps, with pypaimon 2.1 as a second writer on the same table. The model keeps
+A hypothesis state machine writes (with row kinds and deletes too, in a deduplicate
+table), alters (add, rename, drop and widen columns, set options), tags, rolls back (to
+a snapshot or a tag), overwrites (static and dynamic), drops partitions, truncates and
+compacts (full or not) one table, with merge-core and, in some steps, with pypaimon 2.1
+as a second writer on the same table. The model keeps
 each key's row by field id (so renames, drops and rollbacks after schema changes read as
 Paimon reads them: by id, in the latest schema, or in a travelling read's snapshot's
 schema), folded as the table's merge engine folds: deduplicate, partial-update or
@@ -14,8 +15,9 @@ model says, merge-core reads every tag and one saved snapshot as the model saved
 and the table's snapshots and tags are the model's. At the end of a history the peers
 also travel to every tag and snapshot.
 
-Kept small (``HISTORY_EXAMPLES``, default 15 histories of up to 12 steps) so the file
-runs in well under a minute; raise it to search longer."""
+Kept small (``HISTORY_EXAMPLES``: 5 histories of up to 20 steps per merge engine by
+default, each starting with a write of every key) so that the file runs in under a
+minute; raise it to search longer."""
 
 from __future__ import annotations
 
@@ -43,7 +45,8 @@ from pypaimon.schema.data_types import AtomicType  # noqa: E402
 from pypaimon.schema.schema_change import Move, SchemaChange  # noqa: E402
 
 PARTITIONS = ("a", "b", "c")
-KEYS = st.integers(0, 4)
+KEYS = st.integers(0, 3)
+EVERY_KEY = [(p, k) for p in PARTITIONS for k in range(4)]
 ARROW = {"INT": pa.int32(), "BIGINT": pa.int64(), "STRING": pa.string()}
 WIDER = {"INT": "BIGINT"}
 ROW_KINDS = ("+I", "-U", "+U", "-D")
@@ -168,8 +171,12 @@ ENGINES = {
 class TableHistory(RuleBasedStateMachine):
     """One table's history; each rule is one step of it, by merge-core or by pypaimon."""
 
-    @initialize(engine=st.sampled_from(sorted(ENGINES)), dynamic=st.booleans())
-    def create(self, engine: str, dynamic: bool) -> None:
+    engine = "deduplicate"  # each subclass below one merge engine, so that each has its histories
+
+    @initialize(dynamic=st.booleans(), data=st.data())
+    def create(self, dynamic: bool, data) -> None:
+        """The table, and a first write of every key (so that later writes fold into rows)."""
+        engine = self.engine
         self.dir = Path(tempfile.mkdtemp(prefix="history-"))
         self.root = self.dir / "db.db" / "t"
         self.model = Model(engine, [Column("v", 2, "INT"), Column("w", 3, "BIGINT"), Column("s", 4, "STRING")], 5)
@@ -184,6 +191,10 @@ class TableHistory(RuleBasedStateMachine):
         )
         self.model.dynamic = dynamic
         self.fresh = 0
+        base = [(p, k, {c.id: data.draw(values_of(c.type)) for c in self.model.columns}) for p, k in EVERY_KEY]
+        self.table.write(self.arrow(base))
+        self.model.rows = self.model.apply(base)
+        self.committed(None)
 
     def teardown(self) -> None:
         if hasattr(self, "dir"):
@@ -286,7 +297,14 @@ class TableHistory(RuleBasedStateMachine):
             self.model.rows.pop(key, None)
         self.committed(before)
 
-    @rule(data=st.data(), by_pypaimon=st.booleans(), static=st.sampled_from([None, *PARTITIONS]))
+    @rule(data=st.data(), by_pypaimon=st.booleans(), static=st.sampled_from(PARTITIONS))
+    def overwrite_partition(self, data, by_pypaimon: bool, static: str) -> None:
+        self.overwrite(data, by_pypaimon, static)
+
+    @rule(data=st.data(), by_pypaimon=st.booleans())
+    def overwrite_table(self, data, by_pypaimon: bool) -> None:
+        self.overwrite(data, by_pypaimon, None)
+
     def overwrite(self, data, by_pypaimon: bool, static: str | None) -> None:
         """INSERT OVERWRITE of a static partition (or the whole table), replacing what the
         table's 'dynamic-partition-overwrite' says: the partitions written, or the spec's."""
@@ -475,13 +493,24 @@ class TableHistory(RuleBasedStateMachine):
             assert rust_rows(self.root, options) == want, f"pypaimon-rust, snapshot {snapshot}"
 
 
-TableHistory.TestCase.settings = settings(
-    max_examples=int(os.environ.get("HISTORY_EXAMPLES", "15")),
-    stateful_step_count=12,
+class PartialUpdateHistory(TableHistory):
+    engine = "partial-update"
+
+
+class AggregationHistory(TableHistory):
+    engine = "aggregation"
+
+
+HISTORY = settings(
+    max_examples=int(os.environ.get("HISTORY_EXAMPLES", "5")),  # per merge engine
+    stateful_step_count=20,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
-test_table_history = TableHistory.TestCase
+TableHistory.TestCase.settings = PartialUpdateHistory.TestCase.settings = AggregationHistory.TestCase.settings = HISTORY
+TestDeduplicateHistory = TableHistory.TestCase
+TestPartialUpdateHistory = PartialUpdateHistory.TestCase
+TestAggregationHistory = AggregationHistory.TestCase
 
 
 # -- what the machine found ------------------------------------------------------------------
