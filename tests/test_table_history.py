@@ -278,9 +278,10 @@ class TableHistory(RuleBasedStateMachine):
     def write_changes(self, data) -> None:
         """A write of rows with row kinds (pypaimon takes them only from a table column).
         Partial-update refuses retracts (without 'ignore-delete' or a remove-record
-        option); an aggregation table's retract nulls its partition column in merge-core
-        (test_an_aggregate_keeps_a_partition_key_column_through_a_retract), so the
-        machine leaves aggregation retracts out until that is fixed."""
+        option). Aggregation retracts are left out for now: a retract of a key that
+        does not exist, or of a value the fold has not seen, reads differently by how the
+        files happen to be compacted (in Paimon too), so the model would need to draw
+        only retracts of existing keys' summed values."""
         rows = self.draw_changes(data)
         before = self.latest()
         self.table.write(self.arrow(rows), row_kind="op")
@@ -518,13 +519,12 @@ TestAggregationHistory = AggregationHistory.TestCase
 PARTITIONED = pa.schema([pa.field("k", pa.int64(), False), pa.field("p", pa.string(), False), ("v", pa.int64())])
 
 
-@pytest.mark.xfail(strict=True, reason="merge-core aggregates a partition key column as a value column")
 def test_an_aggregate_keeps_a_partition_key_column_through_a_retract(tmp_path):
     """Paimon aggregates every primary key column, partition columns included, with its
-    'primary-key' function (the row's own value, for a retract too); merge-core merges by
-    the trimmed key, so the partition column takes the default newest non-null value,
-    which a retract of a non-null value nulls: the read shows p = None, and a full
-    compaction fails writing a null into the NOT NULL column."""
+    'primary-key' function (the row's own value, for a retract too). merge-core merges by
+    the trimmed key, and once folded the partition column as a value with the default
+    newest non-null value, which a retract of a non-null value nulls: the read showed
+    p = None, and a full compaction failed writing a null into the NOT NULL column."""
     table = mc.Table.create(
         tmp_path / "db.db" / "t", PARTITIONED, key=["k", "p"], partition_by="p", buckets=1,
         merge=mc.Aggregate({"v": "sum"}),
@@ -536,10 +536,9 @@ def test_an_aggregate_keeps_a_partition_key_column_through_a_retract(tmp_path):
     assert ours(table) == [{"k": 1, "p": "a", "v": 3}]
 
 
-@pytest.mark.xfail(strict=True, reason="merge-core aggregates a partition key column as a value column")
 def test_a_default_aggregate_function_leaves_partition_key_columns_alone(tmp_path):
     """With 'fields.default-aggregate-function' = sum, Paimon still takes a partition key
-    column's own value; merge-core sums it (7 + 7 = 14)."""
+    column's own value; merge-core summed it (7 + 7 = 14)."""
     schema = pa.schema([pa.field("k", pa.int64(), False), pa.field("d", pa.int32(), False), ("v", pa.int64())])
     options = {"merge-engine": "aggregation", "fields.default-aggregate-function": "sum"}
     table = mc.Table.create(tmp_path / "db.db" / "t", schema, key=["k", "d"], partition_by="d", options=options)

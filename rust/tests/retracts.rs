@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use arrow_array::builder::{Int64Builder, ListBuilder, MapBuilder};
-use arrow_array::{ArrayRef, BooleanArray, Int64Array, RecordBatch, StringArray};
+use arrow_array::{Array, ArrayRef, BooleanArray, Int64Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
 use crate::runs::version::{RowKind, VersionColumns};
@@ -111,6 +111,7 @@ fn cases() -> Vec<(MergeFunction, &'static str)> {
         (BoolOr, "bool"),
         (Collect, "list"),
         (MergeMap, "map"),
+        (PrimaryKey, "int"),
     ] {
         all.push((aggregate(function, false, false, false), data_type));
         all.push((aggregate(function, true, false, false), data_type));
@@ -149,4 +150,27 @@ fn a_write_refuses_exactly_the_retracts_the_fold_cannot_take() {
         }
     }
     assert!(refused > 20, "the cases refuse some retracts: {refused}");
+}
+
+#[test]
+fn a_retract_keeps_a_primary_key_columns_value_where_last_value_drops_it() {
+    use AggFunction::*;
+    for (function, kept) in [(PrimaryKey, Some(5)), (LastValue, None)] {
+        let v = values("int");
+        let mut options = MergeOptions::new(&["k"]);
+        options.versions = VersionColumns { row_kind: Some("kind".into()), ..VersionColumns::default() };
+        options.merge = MergeFunction::Aggregate {
+            fields: vec![("v".into(), AggregateField::new(function))],
+            default: LastValue,
+            remove_record_on_delete: false,
+            ignore_delete: false,
+        };
+        let out: Vec<RecordBatch> = merge(vec![run(&v, "+I"), run(&v, "-U")], options)
+            .unwrap()
+            .collect::<crate::Result<_>>()
+            .unwrap();
+        let column = out[0].column(1).as_any().downcast_ref::<Int64Array>().unwrap();
+        let got = (!column.is_null(0)).then(|| column.value(0));
+        assert_eq!(got, kept, "{function:?}");
+    }
 }

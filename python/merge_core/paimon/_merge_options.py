@@ -9,7 +9,7 @@ silently different result.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,8 +59,13 @@ class PaimonMerge:
         return {"merge": self.merge, "sequence": list(self.sequence), "sequence_order": self.sequence_order}
 
 
-def merge_from_paimon_options(options: Mapping[str, str]) -> PaimonMerge:
+def merge_from_paimon_options(options: Mapping[str, str], key_values: Sequence[str] = ()) -> PaimonMerge:
     """The merge a Paimon table with these table options performs on read.
+
+    ``key_values`` names the primary-key columns the merge folds as values: a table's
+    partition columns of its key, which the merge's key leaves out (within a partition
+    they are constant). Aggregation folds them with Paimon's ``primary-key`` function,
+    whatever the options say, so that a retract keeps them as Paimon's does.
 
     Reads ``merge-engine``, ``ignore-delete`` (and its older names), ``sequence.field``,
     ``sequence.field.sort-order``, ``fields.<f>.aggregate-function``,
@@ -90,7 +95,10 @@ def merge_from_paimon_options(options: Mapping[str, str]) -> PaimonMerge:
         merge = FirstRow(ignore_delete=ignore_delete)
     elif engine == "aggregation":
         merge = Aggregate(
-            fields=_functions(per_field, default or "last_non_null_value"),
+            fields={
+                **_functions(per_field, default or "last_non_null_value"),
+                **{name: {"function": "primary-key"} for name in key_values},
+            },
             default=default or "last_non_null_value",
             remove_record_on_delete=_bool(options, "aggregation.remove-record-on-delete"),
             ignore_delete=ignore_delete,
@@ -130,6 +138,8 @@ def paimon_options(
         out["ignore-delete"] = "true"
     for name, f in spec.get("fields", {}).items():
         f = {"function": f} if isinstance(f, str) else f
+        if f["function"] == "primary-key":
+            continue  # Paimon gives it to the key's columns itself, by no option
         out[f"fields.{name}.aggregate-function"] = f["function"]
         _field_options(out, name, f)
     default = spec.get("default")

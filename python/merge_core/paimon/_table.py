@@ -119,7 +119,7 @@ class Table:
         """Takes ``schema`` as the table's (on opening, and after a schema change)."""
         self._schema = schema
         self._append = _append.is_append(schema)  # no primary key: nothing merges
-        self._setup: PaimonMerge = merge_from_paimon_options(schema.options)
+        self._setup: PaimonMerge = table_merge(schema, schema.options)
         self._layout = Layout(schema)  # refuses options that would put files where Paimon does not
         self._planner: Planner | None = None  # the last compaction's
         self._postponed_buckets: Callable[[pa.RecordBatch], pa.Int32Array] | None = None
@@ -1283,7 +1283,7 @@ class Table:
             return self._setup
         names = {f.name for f in schema.fields}
         options = {k: v for k, v in self._schema.options.items() if _columns_known(k, names)}
-        return merge_from_paimon_options(options)
+        return table_merge(schema, options)
 
     def _read(
         self,
@@ -1597,10 +1597,17 @@ def _check_definition(schema: TableSchema) -> None:
         _check_merge(schema)
 
 
+def table_merge(schema: TableSchema, options: Mapping[str, str]) -> PaimonMerge:
+    """The merge of a table of ``schema`` under ``options``: its partition columns of the
+    key fold as Paimon's primary-key function folds them (the merge keys on the rest)."""
+    key_values = [k for k in schema.primary_keys if k in schema.partition_keys]
+    return merge_from_paimon_options(options, key_values)
+
+
 def _check_merge(schema: TableSchema) -> None:
     """Fails now, not at the first write, if the merge function does not fit the schema."""
     root = resolve(os.devnull)
-    setup = merge_from_paimon_options(schema.options)
+    setup = table_merge(schema, schema.options)
     try:
         TableWrite(root, schema, setup, None, "1MiB", None).close()
     except ValueError as e:

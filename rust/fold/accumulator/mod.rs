@@ -38,7 +38,7 @@ use crate::runs::value::{kind_of, read, Value, ValueKind};
 use bool_and_or::BoolAgg;
 use collect::CollectAgg;
 use first_value::{FirstNonNullAgg, FirstValueAgg};
-use last_value::{LastNonNullAgg, LastValueAgg};
+use last_value::{LastNonNullAgg, LastValueAgg, PrimaryKeyAgg};
 use listagg::ListAggAgg;
 use merge_map::MergeMapAgg;
 pub(crate) use min_max::java_compare;
@@ -251,9 +251,11 @@ pub enum AggFunction {
     Collect,
     /// The entries of every map, newer values replacing older ones; a retract removes its keys.
     MergeMap,
+    /// A primary-key column the fold sees as a value: the newest version's, retracts too.
+    PrimaryKey,
 }
 
-const NAMES: [(&str, AggFunction); 14] = [
+const NAMES: [(&str, AggFunction); 15] = [
     ("sum", AggFunction::Sum),
     ("product", AggFunction::Product),
     ("min", AggFunction::Min),
@@ -269,10 +271,11 @@ const NAMES: [(&str, AggFunction); 14] = [
     ("bool_or", AggFunction::BoolOr),
     ("collect", AggFunction::Collect),
     ("merge_map", AggFunction::MergeMap),
+    ("primary-key", AggFunction::PrimaryKey),
 ];
 
 /// Paimon functions merge-core does not implement: named in the error.
-const NOT_IMPLEMENTED: [&str; 8] = [
+const NOT_IMPLEMENTED: [&str; 7] = [
     "merge_map_with_keytime",
     "nested_update",
     "nested_partial_update",
@@ -280,7 +283,6 @@ const NOT_IMPLEMENTED: [&str; 8] = [
     "theta_sketch",
     "rbm32",
     "rbm64",
-    "primary-key",
 ];
 
 impl std::str::FromStr for AggFunction {
@@ -347,6 +349,7 @@ pub(crate) fn accumulator(field: &AggregateField, column: &Field) -> Result<Box<
         Max => Box::new(Extreme { keep: Ordering::Greater }),
         LastValue => Box::new(LastValueAgg),
         LastNonNullValue => Box::new(LastNonNullAgg),
+        PrimaryKey => Box::new(PrimaryKeyAgg),
         FirstValue => Box::new(FirstValueAgg),
         FirstNonNullValue => Box::new(FirstNonNullAgg),
         ListAgg if kind != ValueKind::Text => return Err(refuse("strings")),
