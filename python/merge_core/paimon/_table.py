@@ -119,7 +119,8 @@ class Table:
         """Takes ``schema`` as the table's (on opening, and after a schema change)."""
         self._schema = schema
         self._append = _append.is_append(schema)  # no primary key: nothing merges
-        self._setup: PaimonMerge = table_merge(schema, schema.options)
+        self._definition = merge_from_paimon_options(schema.options)  # as the options say
+        self._setup: PaimonMerge = table_merge(schema, schema.options)  # as the fold runs it
         self._layout = Layout(schema)  # refuses options that would put files where Paimon does not
         self._planner: Planner | None = None  # the last compaction's
         self._postponed_buckets: Callable[[pa.RecordBatch], pa.Int32Array] | None = None
@@ -224,7 +225,8 @@ class Table:
 
     @property
     def merge(self) -> Any:
-        return self._setup.merge
+        """The merge function the table's options define."""
+        return self._definition.merge
 
     @property
     def sequence(self) -> list[str]:
