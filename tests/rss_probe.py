@@ -62,7 +62,7 @@ def main() -> None:
     from_file = sys.argv[4:] == ["file"]
     if sys.argv[4:] == ["table"]:
         return write_table(limit, kind, key)
-    if sys.argv[4] in ("read", "compact"):
+    if sys.argv[4:5] in (["read"], ["compact"]):
         return read_table(limit, kind, key, sys.argv[4], int(sys.argv[5]))
     next(batches(1, kind))  # warm up imports and allocators
     with tempfile.TemporaryDirectory() as folder:

@@ -49,9 +49,9 @@ def master(folder) -> str:
 
 @pytest.fixture(scope="module")
 def cluster_spark(master, archive):
-    """The driver in this process, its executors on the two workers. A local session
-    still running is stopped first (one SparkContext per process); conftest runs these
-    tests first, so there is none under test.sh."""
+    """The driver in this process, its executors on the two workers. The local session of
+    the other Spark tests is stopped first (one SparkContext per process): conftest runs
+    these tests last."""
     from pyspark import SparkContext
 
     if SparkContext._active_spark_context is not None:
