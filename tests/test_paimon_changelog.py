@@ -798,3 +798,22 @@ def test_lookup_changelog_of_two_writes_committed_together(tmp_path, dv):
     mine, pypaimon_read, rust = peers_read(root)
     assert mine == pypaimon_read == rust == as_tuples(list(views[-1].values()))
     assert {p.name for p in root.glob("bucket-*/*.parquet")} == referenced_files(root)
+
+
+def test_lookup_changelog_of_a_retract_of_a_key_found_above(tmp_path):
+    """A write that retracts a key the level above holds, on a deletion-vector table: the
+    compaction takes only the level-0 file and finds the key above; the merge deletes it,
+    so the merged rows lack it, and its -D must come from the level-0 file's keys (found
+    by the random histories: the changelog had no -D)."""
+    row = {"p": "a", "v": None, "w": None}
+    steps = [
+        ("merge-core", [{"k": 0, **row, KIND: "+I"}, {"k": 3, **row, KIND: "+I"}]),
+        ("merge-core", [{"k": 0, **row, KIND: "-U"}]),
+    ]
+    root = tmp_path / "db.db" / "t"
+    t = lookup_table(root, "deduplicate", True)
+    expected, _ = lookup_oracle("deduplicate", True, steps, False, functools.partial(bucket_of, t))
+    run_lookup(t, steps)
+    changes = lookup_changes_by_key(t.changes(0).read_all().to_pylist())
+    assert changes == expected
+    assert changes[0] == [("+I", None, None), ("-D", None, None)]

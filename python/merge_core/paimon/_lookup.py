@@ -181,10 +181,12 @@ class LookupCompaction:
         if found and not self.dv and not self.first_row:  # nothing could hide the rows found: take every run
             level, picked, above, found, hits = top, [f for run in runs for f in run.files], [], {}, []
         before = self._rows_before(picked, above, reads, found)
-        # The keys of the level-0 files; None: every key merged (no file above level 0 taken).
+        # The keys of the level-0 files; None: every key merged is new (no file above level
+        # 0 taken, no row found above). A key found above may be deleted by the merge, so
+        # then the keys come from the level-0 files: the merged rows would lack its -D.
         zero = [f for f in picked if f.level == 0]
         touched = None
-        if self.changelog and len(zero) < len(picked):
+        if self.changelog and (len(zero) < len(picked) or found):
             touched = _distinct(pa.concat_tables([keys_of(f) for f in zero]), self.keys)
         if self.first_row:
             found = self._shadowed(picked, keys_of, hits)
