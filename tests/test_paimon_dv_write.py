@@ -258,11 +258,7 @@ def test_java_written_deletion_vector_tables_take_appends(tmp_path, name):
         visible[tuple(row[k] for k in keys)] = row
     del visible[tuple(delete[k] for k in keys)]
     expected = _canonical(visible.values())
-    assert _canonical(table.read().read_all().to_pylist()) == expected
-    assert _canonical(pypaimon_rust_rows(root)) == expected
-    theirs = pypaimon.CatalogFactory.create({"warehouse": str(warehouse)}).get_table(f"{name}.{name}")
-    builder = theirs.new_read_builder()
-    assert _canonical(builder.new_read().to_arrow(builder.new_scan().plan().splits()).to_pylist()) == expected
+    _all_read(table, warehouse, name, expected)
     assert all(f["level"] > 0 for f in table.files())
 
 
@@ -293,11 +289,7 @@ def test_java_written_levels_above_the_configured_top_stay_the_trees(tmp_path, n
     assert [f["level"] for f in bucket] == [5]
     assert sorted((f["path"], f["level"]) for f in table.files() if f not in bucket) == others
     expected = _canonical(visible.values())
-    assert _canonical(table.read().read_all().to_pylist()) == expected
-    assert _canonical(pypaimon_rust_rows(root)) == expected
-    theirs = pypaimon.CatalogFactory.create({"warehouse": str(warehouse)}).get_table(f"{name}.{name}")
-    builder = theirs.new_read_builder()
-    assert _canonical(builder.new_read().to_arrow(builder.new_scan().plan().splits()).to_pylist()) == expected
+    _all_read(table, warehouse, name, expected)
 
 
 @pytest.mark.parametrize("engine", ["deduplicate", "first-row"])
@@ -522,3 +514,12 @@ def test_two_writes_of_one_bucket_committed_together(tmp_path, overwrite):
     check_layout(root)
     written = {p.name for p in root.rglob("data-*.parquet")}
     assert written == {f["path"].split("/")[-1] for s in table.snapshots() for f in table.files(s)}, "nothing left over"
+
+
+def _all_read(table: mc.Table, warehouse: Path, name: str, expected: list) -> None:
+    """merge-core, pypaimon-rust and pypaimon read ``expected`` from the fixture table ``name``."""
+    assert _canonical(table.read().read_all().to_pylist()) == expected
+    assert _canonical(pypaimon_rust_rows(warehouse / f"{name}.db" / name)) == expected
+    theirs = pypaimon.CatalogFactory.create({"warehouse": str(warehouse)}).get_table(f"{name}.{name}")
+    builder = theirs.new_read_builder()
+    assert _canonical(builder.new_read().to_arrow(builder.new_scan().plan().splits()).to_pylist()) == expected

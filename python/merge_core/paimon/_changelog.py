@@ -165,6 +165,14 @@ def as_schema(table: pa.Table, schema: pa.Schema) -> pa.Table:
     return pa.Table.from_arrays([c.cast(f.type) for c, f in zip(table.columns, schema, strict=True)], schema=schema)
 
 
+def merged_rows(merged: list[pa.RecordBatch], schema: pa.Schema) -> pa.Table:
+    """A compaction's merged batches as a table of ``schema``'s columns (they may also
+    carry system columns, and differ from it in nullability)."""
+    if not merged:
+        return schema.empty_table()
+    return as_schema(pa.Table.from_batches(merged).select(schema.names), schema)
+
+
 def first_of_each_key(tables: list[pa.Table], keys: list[str], schema: pa.Schema) -> pa.Table:
     """The rows of ``tables`` (each under ``schema``, lowest level first), of each key the
     first met: the key's row as Paimon's ``LookupMergeFunction`` picks it above level 0."""

@@ -52,7 +52,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import CorruptTableError
-from ._changelog import LOOKUP, as_schema, first_of_each_key, lookup_changes, producer
+from ._changelog import LOOKUP, as_schema, first_of_each_key, lookup_changes, merged_rows, producer
 from ._commit import CommitMessage
 from ._compact import last_full_compaction, pick_rules, top_level
 from ._dv import DvUpdate, bucket_index_files, deleted_positions, write_index
@@ -237,32 +237,19 @@ class LookupCompaction:
         its level-0 files (``touched``; None: every key it merged), if it changed one. If
         that fails, the compaction's file (``written``) is removed."""
         try:
-            return self._changelog_file(io, m, picked, touched, before, merged, level)
+            schema = self.schema.arrow
+            stored = [as_schema(io.stored([read], m.bucket).select(schema.names), schema) for _, read in before]
+            old = first_of_each_key(stored, self.keys, schema)
+            new = merged_rows(merged, schema)
+            rows = lookup_changes(old, new, touched, self.keys, self.schema.options, self.first_row)
+            if rows.num_rows == 0:
+                return ()
+            first = min(f.min_sequence for f in picked)
+            return io.write(rows, m.partition, m.bucket, level, first)
         except BaseException:
             if written is not None:
                 io.remove(m.partition, m.bucket, written)
             raise
-
-    def _changelog_file(
-        self,
-        io: ChangelogIo,
-        m: CommitMessage,
-        picked: list[DataFile],
-        touched: pa.Table | None,
-        before: list[tuple[int, FileRead]],
-        merged: list[pa.RecordBatch],
-        level: int,
-    ) -> tuple[dict[str, Any], ...]:
-        columns = list(self.schema.arrow.names)
-        schema = self.schema.arrow
-        stored = [as_schema(io.stored([read], m.bucket).select(columns), schema) for _, read in before]
-        old = first_of_each_key(stored, self.keys, schema)
-        new = as_schema(pa.Table.from_batches(merged).select(columns), schema) if merged else schema.empty_table()
-        rows = lookup_changes(old, new, touched, self.keys, self.schema.options, self.first_row)
-        if rows.num_rows == 0:
-            return ()
-        first = min(f.min_sequence for f in picked)
-        return io.write(rows, m.partition, m.bucket, level, first)
 
     def _merge_inputs(
         self, picked: list[DataFile], above: list[DataFile], reads: dict[str, FileRead], found: dict[str, np.ndarray]

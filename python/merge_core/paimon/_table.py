@@ -35,7 +35,15 @@ from ..inputs import as_stream_source, batches_of, check_threads, column_names
 from ..merge_functions import merge_spec
 from . import _alter, _append, _binary, _hash_index, _key_order, _predicate
 from ._branch import MAIN, BranchRoot, branch_root, branches, refuse_on_branch
-from ._changelog import FULL_COMPACTION, LOOKUP, as_schema, first_of_each_key, full_compaction_changes, lookup_changes
+from ._changelog import (
+    FULL_COMPACTION,
+    LOOKUP,
+    as_schema,
+    first_of_each_key,
+    full_compaction_changes,
+    lookup_changes,
+    merged_rows,
+)
 from ._changelog import producer as changelog_producer
 from ._changes import ChangeStream, change_files, check_range, commit_of
 from ._changes import ordered as ordered_changes
@@ -883,7 +891,7 @@ class Table:
         stored = [as_schema(self._as_stored(planner, [f for f in files if f.level == lv]), arrow) for lv in levels]
         before = first_of_each_key(stored, keys, arrow)
         touched = self._as_stored(planner, [f for f in files if f.level == 0]).select(keys)
-        after = as_schema(pa.Table.from_batches(merged).select(arrow.names), arrow) if merged else arrow.empty_table()
+        after = merged_rows(merged, arrow)
         first_row = schema.options.get("merge-engine", "deduplicate").strip().lower() == "first-row"
         return lookup_changes(before, after, touched, keys, schema.options, first_row)
 
