@@ -16,7 +16,7 @@ from merge_core import contest
 from ._measure import Peer, Section, missing, progress, same_rows, time_peers, timed
 from ._paimon import pypaimon_read, pypaimon_rust_read
 from ._table import load_versions, table_path
-from ._upsert import BATCH, contest_versions, data_files, decode_only
+from ._upsert import BATCH, contest_versions, decode_only, planned_files
 
 ORDER = [(name, "ascending") for name in contest.SCHEMA.names]  # rows repeat keys: order by all
 
@@ -40,8 +40,8 @@ def run(folder: str, base_rows: int, repeat: int) -> Section:
         "merge-core append write", lambda: merge_core_append(table_path(warehouse), load_versions(paths))
     )
     theirs = CatalogFactory.create({"warehouse": warehouse}).get_table("bench.contest")
-    stored = sum(f.rows for split in ours.plan() for s in split.sections for run in s.runs for f in run)
-    files = len(data_files(ours))
+    planned = planned_files(ours)
+    stored, files = sum(f.rows for f in planned), len(planned)
     progress(f"  {stored:,} rows in {files} files")
     peers = [
         Peer("merge-core Table.read", lambda: ours.read(batch_size=BATCH).read_all()),

@@ -17,7 +17,7 @@ import merge_core as mc
 
 from ._measure import Peer, Section, missing, progress, same_rows, time_peers, timed
 from ._table import BUCKETS, paimon_table
-from ._upsert import contest_versions
+from ._upsert import contest_versions, planned_files
 
 LOOKUPS = 20  # keys per timed run: one lookup is too short to time alone
 
@@ -63,8 +63,8 @@ def run(folder: str, base_rows: int, repeat: int) -> Section:
     warehouse = os.path.join(folder, "paimon")
     theirs, _ = timed("pypaimon write", lambda: paimon_table(warehouse, paths))
     ours = mc.Table.open(os.path.join(warehouse, "bench.db", "contest"))
-    stored = sum(f.rows for split in ours.plan() for s in split.sections for run in s.runs for f in run)
-    files = sum(len(run) for split in ours.plan() for s in split.sections for run in s.runs)
+    planned = planned_files(ours)
+    stored, files = sum(f.rows for f in planned), len(planned)
     uuids = ours.read(columns=["uuid"]).read_all()["uuid"].to_pylist()
     keys = random.Random(7).sample(uuids, LOOKUPS)
     progress(f"  {LOOKUPS} keys of {len(uuids):,}, {stored:,} stored rows in {files} files")

@@ -13,7 +13,7 @@ import merge_core as mc
 
 from ._measure import Peer, Section, missing, progress, same_rows, time_peers, timed
 from ._table import BUCKETS, paimon_table
-from ._upsert import BATCH, contest_versions, data_files, decode_only, write_table
+from ._upsert import BATCH, contest_versions, decode_only, planned_files, write_table
 
 
 def pypaimon_read(table, options: dict[str, str] | None = None) -> pa.Table:
@@ -38,8 +38,9 @@ def run(folder: str, base_rows: int, repeat: int) -> Section:
         return Section("paimon", "Reading a Paimon table", [why], [])
     theirs, write_seconds = timed("pypaimon write", lambda: paimon_table(warehouse, paths))
     ours = mc.Table.open(os.path.join(warehouse, "bench.db", "contest"))
-    stored = sum(f.rows for split in ours.plan() for s in split.sections for run in s.runs for f in run)
-    progress(f"  {stored:,} stored rows in {len(data_files(ours))} files")
+    planned = planned_files(ours)
+    stored = sum(f.rows for f in planned)
+    progress(f"  {stored:,} stored rows in {len(planned)} files")
     # The same commits into one bucket (merge-core's writer: its files have a page index),
     # read on one thread and on all cores: a bucket cut into key ranges merged in parallel.
     one_bucket, _ = timed("merge-core one-bucket write", lambda: write_table(os.path.join(folder, "one"), paths, 1))

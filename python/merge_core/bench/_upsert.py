@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 
 import merge_core as mc
 from merge_core import contest
+from merge_core.paimon import FileRead
 
 from ._measure import Peer, Section, same_rows, time_peers, timed
 
@@ -54,9 +55,14 @@ def write_table(root: str, paths: list[str], buckets: int = 8) -> mc.Table:
     return table
 
 
+def planned_files(table: mc.Table) -> list[FileRead]:
+    """The files a read of ``table`` merges, as its plan gives them (path, rows...)."""
+    return [f for split in table.plan() for section in split.sections for run in section.runs for f in run]
+
+
 def data_files(table: mc.Table) -> list[str]:
-    """The data files a read of ``table`` merges (from its plan)."""
-    return [f.path for split in table.plan() for section in split.sections for run in section.runs for f in run]
+    """The paths of the data files a read of ``table`` merges."""
+    return [f.path for f in planned_files(table)]
 
 
 def decode_only(table: mc.Table, rows: int) -> None:
