@@ -143,6 +143,11 @@ def recipe(markdown: Path, heading: str) -> list[str]:
     return [line for line in block.group(1).splitlines() if line.strip() and not line.startswith("#")]
 
 
+# What test.sh gives the Rust tests only: with them, maturin would compile pyo3 and the
+# crate again instead of reusing the extension setup.sh built (pyo3 tracks its settings).
+_RUST_TEST_SETTINGS = ("PYO3_PYTHON", "RUSTC_WORKSPACE_WRAPPER")
+
+
 def pack_environment(folder: Path) -> Path:
     """Builds merge-core's wheel and runs docs/spark.md's recipe in ``folder``; returns the
     packed environment."""
@@ -152,7 +157,8 @@ def pack_environment(folder: Path) -> Path:
         if line.startswith("maturin "):  # run in the checkout, the wheel goes to folder/dist
             assert line.split()[-2] == "--out", line
             command, cwd = [str(maturin), *line.split()[1:-1], str(folder / "dist")], ROOT
-            env = {**os.environ, "VIRTUAL_ENV": str(Path(sys.executable).parent.parent)}
+            env = {k: v for k, v in os.environ.items() if k not in _RUST_TEST_SETTINGS}
+            env["VIRTUAL_ENV"] = str(Path(sys.executable).parent.parent)
         else:
             command, cwd, env = ["bash", "-c", line], folder, _machine_python()
         done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, env=env)
