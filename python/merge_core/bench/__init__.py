@@ -17,6 +17,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 
+from ._inputs import Inputs
 from ._measure import MiB, Section, missing, progress
 from ._report import write
 
@@ -60,6 +61,7 @@ def run(
     spark = None
     sections: list[Section] = []
     with tempfile.TemporaryDirectory(prefix="merge-core-bench-") as tmp:
+        inputs = Inputs(os.path.join(tmp, "shared"), size.base_rows)  # what several suites read, made once
         try:
             if {"upsert", "spark"} & set(chosen) and not missing("pyspark"):
                 from . import _spark
@@ -68,7 +70,7 @@ def run(
             for suite in chosen:
                 progress(f"{suite}:")
                 folder = os.path.join(tmp, suite)
-                sections.append(run_suite(suite, folder, size, repeat, spark))
+                sections.append(run_suite(suite, folder, inputs, size, repeat, spark))
                 shutil.rmtree(folder, ignore_errors=True)  # keep the disk footprint to one suite
         finally:
             if spark is not None:
@@ -76,7 +78,8 @@ def run(
     return write(sections, out, scale, command or f"merge-core bench --scale {scale}")
 
 
-def run_suite(suite: str, folder: str, size: Scale, repeat: int, spark) -> Section:
+def run_suite(suite: str, folder: str, inputs: Inputs, size: Scale, repeat: int, spark) -> Section:
+    """One suite's section; `folder` is its own scratch, removed after it."""
     os.makedirs(folder, exist_ok=True)
     if suite == "kway":
         from . import _kway
@@ -85,7 +88,7 @@ def run_suite(suite: str, folder: str, size: Scale, repeat: int, spark) -> Secti
     if suite == "upsert":
         from . import _upsert
 
-        return _upsert.run(folder, size.base_rows, repeat, spark)
+        return _upsert.run(folder, inputs, repeat, spark)
     if suite == "sort":
         from . import _sort
 
@@ -93,21 +96,21 @@ def run_suite(suite: str, folder: str, size: Scale, repeat: int, spark) -> Secti
     if suite == "table":
         from . import _table
 
-        return _table.run(folder, size.base_rows, repeat)
+        return _table.run(folder, inputs, repeat)
     if suite == "paimon":
         from . import _paimon
 
-        return _paimon.run(folder, size.base_rows, repeat)
+        return _paimon.run(folder, inputs, repeat)
     if suite == "lookup":
         from . import _lookup
 
-        return _lookup.run(folder, size.base_rows, repeat)
+        return _lookup.run(folder, inputs, repeat)
     if suite == "append":
         from . import _append_table
 
-        return _append_table.run(folder, size.base_rows, repeat)
+        return _append_table.run(folder, inputs, repeat)
     from . import _spark
 
     if spark is None:
         return Section("spark", "Contest upsert as a Spark job", ["skipped: pyspark is not installed"], [])
-    return _spark.run(folder, size.base_rows, repeat, spark)
+    return _spark.run(folder, inputs, repeat, spark)

@@ -13,10 +13,11 @@ import pyarrow as pa
 import merge_core as mc
 from merge_core import contest
 
+from ._inputs import Inputs
 from ._measure import Peer, Section, missing, progress, same_rows, time_peers, timed
 from ._paimon import pypaimon_read, pypaimon_rust_read
 from ._table import load_versions, table_path
-from ._upsert import BATCH, contest_versions, decode_only, planned_files
+from ._upsert import BATCH, decode_only, planned_files
 
 ORDER = [(name, "ascending") for name in contest.SCHEMA.names]  # rows repeat keys: order by all
 
@@ -28,13 +29,13 @@ def merge_core_append(root: str, versions: list[pa.Table]) -> mc.Table:
     return table
 
 
-def run(folder: str, base_rows: int, repeat: int) -> Section:
+def run(folder: str, inputs: Inputs, repeat: int) -> Section:
     why = missing("pypaimon")
     if why:
         return Section("append", "Reading an append-only Paimon table", [why], [])
     from pypaimon import CatalogFactory
 
-    paths = contest_versions(os.path.join(folder, "plain"), base_rows)
+    paths = inputs.contest_versions()
     warehouse = os.path.join(folder, "paimon")
     ours, write_seconds = timed(
         "merge-core append write", lambda: merge_core_append(table_path(warehouse), load_versions(paths))

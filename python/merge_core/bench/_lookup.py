@@ -15,9 +15,10 @@ import pyarrow.compute as pc
 
 import merge_core as mc
 
-from ._measure import Peer, Section, missing, progress, same_rows, time_peers, timed
-from ._table import BUCKETS, paimon_table
-from ._upsert import contest_versions, planned_files
+from ._inputs import Inputs
+from ._measure import Peer, Section, missing, progress, same_rows, time_peers
+from ._table import BUCKETS, pypaimon_contest
+from ._upsert import planned_files
 
 LOOKUPS = 20  # keys per timed run: one lookup is too short to time alone
 
@@ -55,13 +56,12 @@ def pypaimon_lookups(table, keys: list[str], options: dict[str, str] | None = No
     return pa.concat_tables(parts)
 
 
-def run(folder: str, base_rows: int, repeat: int) -> Section:
+def run(folder: str, inputs: Inputs, repeat: int) -> Section:
     why = missing("pypaimon")
     if why:
         return Section("lookup", "Point lookups in a Paimon table", [why], [])
-    paths = contest_versions(os.path.join(folder, "plain"), base_rows)
-    warehouse = os.path.join(folder, "paimon")
-    theirs, _ = timed("pypaimon write", lambda: paimon_table(warehouse, paths))
+    paths = inputs.contest_versions()
+    theirs, warehouse, _ = pypaimon_contest(inputs)
     ours = mc.Table.open(os.path.join(warehouse, "bench.db", "contest"))
     planned = planned_files(ours)
     stored, files = sum(f.rows for f in planned), len(planned)

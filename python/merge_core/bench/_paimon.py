@@ -11,9 +11,10 @@ import pyarrow as pa
 
 import merge_core as mc
 
+from ._inputs import Inputs
 from ._measure import Peer, Section, missing, progress, same_rows, time_peers, timed
-from ._table import BUCKETS, paimon_table
-from ._upsert import BATCH, contest_versions, decode_only, planned_files, write_table
+from ._table import BUCKETS, pypaimon_contest
+from ._upsert import BATCH, decode_only, planned_files, write_table
 
 
 def pypaimon_read(table, options: dict[str, str] | None = None) -> pa.Table:
@@ -30,13 +31,12 @@ def pypaimon_rust_read(warehouse: str) -> pa.Table:
     return pa.Table.from_batches(builder.new_read().read(builder.new_scan().plan().splits()))
 
 
-def run(folder: str, base_rows: int, repeat: int) -> Section:
-    paths = contest_versions(os.path.join(folder, "plain"), base_rows)
-    warehouse = os.path.join(folder, "paimon")
+def run(folder: str, inputs: Inputs, repeat: int) -> Section:
     why = missing("pypaimon")
     if why:
         return Section("paimon", "Reading a Paimon table", [why], [])
-    theirs, write_seconds = timed("pypaimon write", lambda: paimon_table(warehouse, paths))
+    paths = inputs.contest_versions()
+    theirs, warehouse, write_seconds = pypaimon_contest(inputs)
     ours = mc.Table.open(os.path.join(warehouse, "bench.db", "contest"))
     planned = planned_files(ours)
     stored = sum(f.rows for f in planned)

@@ -8,8 +8,9 @@ import time
 
 from merge_core import contest
 
+from ._inputs import Inputs
 from ._measure import Run, Section, progress, tree_cpu_seconds
-from ._upsert import contest_versions, write_sorted_runs
+from ._upsert import write_sorted_runs
 
 #: Spark settings of the benchmark session, reported with its figures.
 SETTINGS = {"spark.sql.shuffle.partitions": "2", "spark.driver.memory": "4g"}
@@ -135,8 +136,8 @@ def bytes_read(spark, paths: list[str], folder: str) -> list[str]:
     ]
 
 
-def run(folder: str, base_rows: int, repeat: int, spark) -> Section:
-    paths = contest_versions(os.path.join(folder, "plain"), base_rows)
+def run(folder: str, inputs: Inputs, repeat: int, spark) -> Section:
+    paths = inputs.contest_versions()
     runs = compare_pipelines(spark, paths, folder, repeat)
     total = runs[0].rows
     conf = spark.sparkContext.getConf()

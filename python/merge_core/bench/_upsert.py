@@ -15,16 +15,11 @@ import merge_core as mc
 from merge_core import contest
 from merge_core.paimon import FileRead
 
+from ._inputs import Inputs
 from ._measure import Peer, Section, same_rows, time_peers, timed
 
 VALUE_COLUMNS = ["ip", "hostname", "name", "city", "job", "phonenum"]
 BATCH = 65536
-
-
-def contest_versions(folder: str, base_rows: int) -> list[str]:
-    """The contest data every suite that upserts it uses: a base of `base_rows` rows and
-    10 increments (`<version>.parquet` in `folder`)."""
-    return contest.generate(folder, base_rows, 10, seed=7)
 
 
 def write_sorted_runs(folder: str, paths: list[str], row_group_size: int = BATCH) -> list[str]:
@@ -139,8 +134,8 @@ def spark_sql(spark, runs: list[str]) -> pa.Table:
     return contest.spark_sql_upsert([spark.read.parquet(p) for p in runs]).toArrow()
 
 
-def run(folder: str, base_rows: int, repeat: int, spark) -> Section:
-    paths = contest_versions(os.path.join(folder, "plain"), base_rows)
+def run(folder: str, inputs: Inputs, repeat: int, spark) -> Section:
+    paths = inputs.contest_versions()
     runs = write_sorted_runs(os.path.join(folder, "sorted"), paths)
     total = contest.total_rows(runs)
     table, write_seconds = timed("merge-core Table write", lambda: write_table(os.path.join(folder, "table"), paths))
@@ -161,8 +156,8 @@ def run(folder: str, base_rows: int, repeat: int, spark) -> Section:
         "upsert",
         "Contest upsert read: 11 versions merged by key",
         [
-            f"Contest-shaped data (`merge-core gen`): {base_rows:,} base rows + 10 increments of {base_rows // 5:,}"
-            f" = {total:,} rows, 32-character hex keys, every version sorted by key.",
+            f"Contest-shaped data (`merge-core gen`): {inputs.base_rows:,} base rows + 10 increments of"
+            f" {inputs.base_rows // 5:,} = {total:,} rows, 32-character hex keys, every version sorted by key.",
             "Rules: requests summed (null if all null), other columns newest non-null, the string 'null' in `name`"
             " after the base is a null. Every result is checked against merge-core's, row by row.",
             f"`Table.read`: the same versions written as 11 commits into an 8-bucket `mc.Table` (the write took"
