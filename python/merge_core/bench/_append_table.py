@@ -15,8 +15,7 @@ from merge_core import contest
 
 from ._inputs import Inputs
 from ._measure import Peer, Section, missing, progress, same_rows, time_peers, timed
-from ._paimon import pypaimon_read, pypaimon_rust_read
-from ._table import load_versions, table_path
+from ._table import load_versions, pypaimon_open, pypaimon_read, pypaimon_rust_read, table_path
 from ._upsert import BATCH, decode_only, planned_files
 
 ORDER = [(name, "ascending") for name in contest.SCHEMA.names]  # rows repeat keys: order by all
@@ -33,14 +32,13 @@ def run(folder: str, inputs: Inputs, repeat: int) -> Section:
     why = missing("pypaimon")
     if why:
         return Section("append", "Reading an append-only Paimon table", [why], [])
-    from pypaimon import CatalogFactory
 
     paths = inputs.contest_versions()
     warehouse = os.path.join(folder, "paimon")
     ours, write_seconds = timed(
         "merge-core append write", lambda: merge_core_append(table_path(warehouse), load_versions(paths))
     )
-    theirs = CatalogFactory.create({"warehouse": warehouse}).get_table("bench.contest")
+    theirs = pypaimon_open(warehouse)
     planned = planned_files(ours)
     stored, files = sum(f.rows for f in planned), len(planned)
     progress(f"  {stored:,} rows in {files} files")

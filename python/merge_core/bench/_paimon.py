@@ -7,28 +7,12 @@ from __future__ import annotations
 
 import os
 
-import pyarrow as pa
-
 import merge_core as mc
 
 from ._inputs import Inputs
 from ._measure import Peer, Section, missing, progress, same_rows, time_peers, timed
-from ._table import BUCKETS, pypaimon_contest
+from ._table import BUCKETS, pypaimon_contest, pypaimon_read, pypaimon_rust_read
 from ._upsert import BATCH, decode_only, planned_files, write_table
-
-
-def pypaimon_read(table, options: dict[str, str] | None = None) -> pa.Table:
-    table = table.copy(options) if options else table
-    builder = table.new_read_builder()
-    return builder.new_read().to_arrow(builder.new_scan().plan().splits())
-
-
-def pypaimon_rust_read(warehouse: str) -> pa.Table:
-    from pypaimon_rust.datafusion import PaimonCatalog
-
-    table = PaimonCatalog({"warehouse": warehouse}).get_table(("bench", "contest"))
-    builder = table.new_read_builder()
-    return pa.Table.from_batches(builder.new_read().read(builder.new_scan().plan().splits()))
 
 
 def run(folder: str, inputs: Inputs, repeat: int) -> Section:

@@ -1,7 +1,9 @@
 """Writing a Paimon primary-key table: the contest versions as 11 commits into an
 8-bucket table by merge-core, pypaimon (its Python writer and `write.native.enabled`) and
 pypaimon-rust, each table read back by merge-core and checked against merge-core's;
-merge-core's full compaction beside a full read and rewrite. Also the dynamic partition
+merge-core's full compaction beside a full read and rewrite; merge-core's write into a
+deletion-vector table (which no peer writes), its read beside the decode floor and the
+peers' reads of it. Also the dynamic partition
 pruning example of Paimon's FLIP-248."""
 
 from __future__ import annotations
@@ -25,11 +27,13 @@ from merge_core import contest
 
 from ._inputs import Inputs
 from ._measure import MiB, Run, Section, failure, measure, missing, progress, same_rows, timed
-from ._upsert import BATCH
+from ._upsert import BATCH, decode_only, planned_files
 
 BUCKETS = 8
 DATABASE, TABLE = "bench", "contest"
 NATIVE_WRITE = "write.native.enabled"
+DV_WRITER = "merge-core mc.Table, deletion vectors"
+DELETION_VECTORS = {"deletion-vectors.enabled": "true"}
 PAIMON_OPTIONS = {
     "bucket": str(BUCKETS),
     "file.format": "parquet",
@@ -53,8 +57,10 @@ def table_path(warehouse: str) -> str:
 # -- the writers: each creates a table and commits every version, one commit each ---------
 
 
-def merge_core_write(root: str, versions: list[pa.Table]) -> str:
-    table = mc.Table.create(root, contest.SCHEMA, key="uuid", buckets=BUCKETS, merge=contest.CONTEST_MERGE)
+def merge_core_write(root: str, versions: list[pa.Table], options: dict[str, str] | None = None) -> str:
+    table = mc.Table.create(
+        root, contest.SCHEMA, key="uuid", buckets=BUCKETS, merge=contest.CONTEST_MERGE, options=options
+    )
     for data in versions:
         table.write(data)
     return root
@@ -131,6 +137,30 @@ def pypaimon_rust_write(warehouse: str, versions: list[pa.Table]) -> str:
         writer.close()
         commit.close()
     return table_path(warehouse)
+
+
+# -- the peers' reads ---------------------------------------------------------------------
+
+
+def pypaimon_open(warehouse: str):
+    """The contest table of a local filesystem catalog, opened by pypaimon."""
+    from pypaimon import CatalogFactory
+
+    return CatalogFactory.create({"warehouse": warehouse}).get_table(f"{DATABASE}.{TABLE}")
+
+
+def pypaimon_read(table, options: dict[str, str] | None = None) -> pa.Table:
+    table = table.copy(options) if options else table
+    builder = table.new_read_builder()
+    return builder.new_read().to_arrow(builder.new_scan().plan().splits())
+
+
+def pypaimon_rust_read(warehouse: str) -> pa.Table:
+    from pypaimon_rust.datafusion import PaimonCatalog
+
+    table = PaimonCatalog({"warehouse": warehouse}).get_table((DATABASE, TABLE))
+    builder = table.new_read_builder()
+    return pa.Table.from_batches(builder.new_read().read(builder.new_scan().plan().splits()))
 
 
 # -- what the installed peers can do ----------------------------------------------------
@@ -219,6 +249,8 @@ def compare(folder: str, inputs: Inputs, repeat: int) -> tuple[list[Run], int, l
     versions = load_versions(paths)
     writers = [
         Writer("merge-core mc.Table", lambda root: merge_core_write(root, versions)),
+        # In a catalog's layout, for the peers to read it.
+        Writer(DV_WRITER, lambda root: merge_core_write(table_path(root), versions, DELETION_VECTORS)),
         # The pure-Python writer takes minutes at the full scale: timed once.
         Writer("pypaimon (Python writer)", lambda root: pypaimon_write(root, versions), "pypaimon", repeat=1),
         Writer(
@@ -238,6 +270,7 @@ def compare(folder: str, inputs: Inputs, repeat: int) -> tuple[list[Run], int, l
     no_key_copy: list[str] = []
     reference: pa.Table | None = None
     mine: str | None = None
+    written: dict[str, str] = {}
     for i, writer in enumerate(writers):
         why = missing(writer.module) or (writer.unsupported() if writer.unsupported else None)
         if why:
@@ -251,6 +284,7 @@ def compare(folder: str, inputs: Inputs, repeat: int) -> tuple[list[Run], int, l
             runs.append(Run(writer.tool, note=failure(error)))
             progress(f"  {writer.tool}: {runs[-1].note}")
             continue
+        written[writer.tool] = path
         files, size, keys = on_disk(path)
         if not keys:
             no_key_copy.append(writer.tool)
@@ -265,7 +299,37 @@ def compare(folder: str, inputs: Inputs, repeat: int) -> tuple[list[Run], int, l
     notes = [f"Data files without the `_KEY_uuid` copy of the key: {', '.join(no_key_copy)}."] if no_key_copy else []
     if mine is not None:
         notes += compact(runs[0], mine, reference, os.path.join(folder, "rewrite.parquet"), repeat)
+    if DV_WRITER in written and reference is not None:
+        notes += deletion_vector_reads(written[DV_WRITER], reference, repeat)
     return runs, total, notes
+
+
+def deletion_vector_reads(path: str, reference: pa.Table, repeat: int) -> list[str]:
+    """merge-core's read of its deletion-vector table beside the decode floor (no merge is
+    needed: each key's live row is in one file), and whether the peers read the same rows."""
+    table = mc.Table.open(path)
+    stored = sum(f.rows for f in planned_files(table))
+    seconds, _, cpu, _ = measure(lambda: table.read(batch_size=BATCH).read_all(), repeat)
+    floor, _, floor_cpu, _ = measure(lambda: decode_only(table, stored), repeat)
+    progress(f"  deletion-vector table read: {seconds:.2f} s, {cpu:.2f} CPU s; decode floor {floor:.2f} s")
+    warehouse = os.path.dirname(os.path.dirname(path))
+    peers = []
+    for tool, module, read in [
+        ("pypaimon", "pypaimon", lambda: pypaimon_read(pypaimon_open(warehouse))),
+        ("pypaimon-rust", "pypaimon_rust", lambda: pypaimon_rust_read(warehouse)),
+    ]:
+        why = missing(module)
+        try:
+            same = why or f"same rows: {same_rows(reference, read(), order_by='uuid')}"
+        except Exception as error:  # a peer's failure is a finding of the benchmark
+            same = failure(error)
+        peers.append(f"{tool} {same}")
+    return [
+        f"{DV_WRITER}: `deletion-vectors.enabled`; each commit's level-0 files are compacted by lookup as it"
+        f" commits. Its read takes {seconds:.2f} s, {cpu:.2f} CPU s ({cpu / max(floor_cpu, 1e-9):.2f}x the CPU"
+        f" of decoding its {stored:,} stored rows alone: {floor:.2f} s, {floor_cpu:.2f} CPU s). Read by the"
+        f" peers: {'; '.join(peers)}."
+    ]
 
 
 def compact(run: Run, path: str, before: pa.Table, rewrite: str, repeat: int) -> list[str]:
