@@ -82,6 +82,8 @@ def test_bench_command_writes_a_checked_report(tmp_path):
         assert found and all(float(ratio) <= 1.1 for ratio in found.groups()), label
     floor = re.search(r"Spark SQL ([\d.]+) s .*`upsert` ([\d.]+) s .*alone, nothing done after it, ([\d.]+) s", report)
     assert floor and all(float(seconds) > 0 for seconds in floor.groups()), report  # the shuffle path's floor
+    source = re.search(r"`merge_core` data source, .* ([\d.]+)x \(same rows: (\w+)\)\. .* ([\d.]+)x\.", report)
+    assert source and source.group(2) == "True", report  # its read merges as Spark SQL's upsert does
     spark = {r[0]: r for r in table_rows(report, SECTIONS["spark"])}
     assert all(re.fullmatch(r"[\d.]+", r[6]) for r in spark.values()), spark  # CPU seconds of the process tree
     assert os.listdir(scratch) == [], "the bench left temporary files"

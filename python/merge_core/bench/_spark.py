@@ -1,16 +1,19 @@
 """The contest upsert as a Spark job: merge-core's two pipelines against Spark
-SQL's union + groupBy, on one session and the same files, each writing Parquet."""
+SQL's union + groupBy, on one session and the same files, each writing Parquet; and the
+`merge_core` data source's read and write against Spark's own on the same data."""
 
 from __future__ import annotations
 
 import os
 import time
 
+import merge_core as mc
 from merge_core import contest
 
 from ._inputs import Inputs
 from ._measure import Run, Section, progress, tree_cpu_seconds
-from ._upsert import write_sorted_runs
+from ._table import BUCKETS
+from ._upsert import write_sorted_runs, write_table
 
 #: Spark settings of the benchmark session, reported with its figures.
 SETTINGS = {"spark.sql.shuffle.partitions": "2", "spark.driver.memory": "4g"}
@@ -136,6 +139,47 @@ def bytes_read(spark, paths: list[str], folder: str) -> list[str]:
     ]
 
 
+def data_source(spark, paths: list[str], folder: str, repeat: int) -> list[str]:
+    """The report's lines on the `merge_core` data source: a merged read of the versions'
+    table (merge-core's 11 commits into 8 buckets) against Spark SQL's upsert of the same
+    versions as plain Parquet, and the versions appended through the source against Spark
+    writing them as Parquet bucketed and sorted by key, as a table's files are. Both pairs
+    write their output (the reads as Parquet); the reads' outputs are compared."""
+    import merge_core.spark as mcs
+
+    mcs.register(spark)
+    table = write_table(os.path.join(folder, "source-table"), paths)
+    versions = [spark.read.parquet(p) for p in paths]
+
+    def source_write(out: str) -> None:
+        mc.Table.create(out, contest.SCHEMA, key="uuid", buckets=BUCKETS, merge=contest.CONTEST_MERGE)
+        for version in versions:
+            version.write.format("merge_core").mode("append").save(out)
+
+    def parquet_write(out: str) -> None:
+        for version in versions:
+            version.repartition(BUCKETS, "uuid").sortWithinPartitions("uuid").write.mode("append").parquet(out)
+
+    jobs = {
+        "source read": lambda out: spark.read.format("merge_core").load(str(table.path)).write.parquet(out),
+        "Spark SQL": lambda out: contest.spark_sql_upsert(versions).write.parquet(out),
+        "source write": source_write,
+        "Parquet write": parquet_write,
+    }
+    best = alternating(jobs, repeat, lambda i, attempt: os.path.join(folder, f"source-{i}-{attempt}"))
+    same = same_output(spark, os.path.join(folder, "source-0-0"), os.path.join(folder, "source-1-0"))
+    (read, _), (sql, _), (write, _), (parquet, _) = (best[name] for name in jobs)
+    return [
+        "",
+        f'The `merge_core` data source, best of {repeat}: `spark.read.format("merge_core")` of the versions\''
+        f" table ({len(paths)} commits into {BUCKETS} buckets by merge-core) written as Parquet, {read:.2f} s,"
+        f" against Spark SQL's union + groupBy of the versions as Parquet files, {sql:.2f} s: {sql / read:.2f}x"
+        f' (same rows: {same}). The versions appended through `df.write.format("merge_core")` into a new'
+        f" {BUCKETS}-bucket table, one commit each, {write:.2f} s, against Spark writing them as Parquet"
+        f" repartitioned into {BUCKETS} by key and sorted within each, {parquet:.2f} s: {parquet / write:.2f}x.",
+    ]
+
+
 def run(folder: str, inputs: Inputs, repeat: int, spark) -> Section:
     paths = inputs.contest_versions()
     runs = compare_pipelines(spark, paths, folder, repeat)
@@ -156,5 +200,9 @@ def run(folder: str, inputs: Inputs, repeat: int, spark) -> Section:
             " CPU seconds are theirs and the driver's (every process of the run's process tree).",
         ],
         runs,
-        after=bytes_read(spark, paths, folder) + exchange_floor(spark, paths, repeat),
+        after=[
+            *bytes_read(spark, paths, folder),
+            *exchange_floor(spark, paths, repeat),
+            *data_source(spark, paths, folder, repeat),
+        ],
     )
