@@ -44,8 +44,9 @@ def pypaimon_read(root: Path, options: dict[str, str] | None = None, branch: str
 
 
 def history(root: Path, commits: int = 3) -> tuple[mc.Table, dict[int, list[tuple]]]:
-    """A table of ``commits`` writes, each updating every key; the rows of each snapshot."""
-    table = mc.Table.create(root, SCHEMA, key="k", buckets=2)
+    """A table of ``commits`` writes, each updating every key; the rows of each snapshot.
+    write-only: one snapshot per write (no write's own COMPACT), as the tests count them."""
+    table = mc.Table.create(root, SCHEMA, key="k", buckets=2, options={"write-only": "true"})
     seen = {}
     for i in range(commits):
         snapshot = table.write(pa.table({"k": list(range(8)), "v": [i] * 8}, schema=SCHEMA))["snapshot"]
@@ -110,9 +111,10 @@ def test_a_consumer_keeps_the_snapshots_it_has_still_to_read(tmp_path):
     ],
 )
 def test_which_snapshots_expire_follows_paimons_options(tmp_path, options, ages, kept):
-    """``ages``: each snapshot's age in seconds, set in its file as Paimon's expire reads it."""
+    """``ages``: each snapshot's age in seconds, set in its file as Paimon's expire reads it.
+    write-only: one snapshot per write (no write's own COMPACT), as ``kept`` counts them."""
     root = tmp_path / "db.db" / "t"
-    table = mc.Table.create(root, SCHEMA, key="k", buckets=1, options=options)
+    table = mc.Table.create(root, SCHEMA, key="k", buckets=1, options={**options, "write-only": "true"})
     now = time.time()
     for i, age in enumerate(ages):
         snapshot = table.write(pa.table({"k": [i], "v": [i]}, schema=SCHEMA))["snapshot"]

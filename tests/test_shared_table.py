@@ -95,10 +95,18 @@ class SharedTable(RuleBasedStateMachine):
         if snapshot is not None:
             self.snapshots[snapshot] = state
 
+    def wrote(self, before: list[int], state: State) -> None:
+        """A merge-core write's snapshots: its APPEND, then its own compaction's COMPACT
+        if it picked anything, both holding ``state``."""
+        for snapshot in set(self.table.snapshots()) - set(before):
+            self.committed(snapshot, state)
+
     @rule(rows=rows_st)
     def merge_core_writes(self, rows):
         data = pa.Table.from_pylist([{"p": p, "k": k, "v": v} for (p, k), v in rows.items()], schema=SCHEMA)
-        self.committed(self.table.write(data)["snapshot"], {**self.latest(), **rows})
+        before, state = self.table.snapshots(), {**self.latest(), **rows}
+        self.table.write(data)
+        self.wrote(before, state)
 
     @rule(rows=rows_st)
     def pypaimon_writes(self, rows):
@@ -110,8 +118,9 @@ class SharedTable(RuleBasedStateMachine):
     @rule(keys=st.lists(st.tuples(st.sampled_from(["a", "b"]), st.integers(0, 9)), min_size=1, max_size=4))
     def merge_core_deletes(self, keys):
         data = pa.table({"p": [p for p, _ in keys], "k": [k for _, k in keys]})
-        state = {key: v for key, v in self.latest().items() if key not in set(keys)}
-        self.committed(self.table.delete(data)["snapshot"], state)
+        before, state = self.table.snapshots(), {key: v for key, v in self.latest().items() if key not in set(keys)}
+        self.table.delete(data)
+        self.wrote(before, state)
 
     @rule(full=st.booleans())
     def merge_core_compacts(self, full):

@@ -167,16 +167,18 @@ def test_pick_invariants(bucket, rules):
 # -- tables ---------------------------------------------------------------------------
 
 
-def expected_after(table: mc.Table) -> tuple[dict[tuple, set[str]], dict[tuple, int | None]]:
+def expected_after(
+    table: mc.Table, snapshot: int | None = None
+) -> tuple[dict[tuple, set[str]], dict[tuple, int | None]]:
     """For each (partition, bucket): the files a compaction keeps and the level of the
     file it writes (None: nothing to compact), by the pick over the files
-    ``table.files()`` lists (the levels as Paimon's ``Levels`` counts them: at least
-    one above the highest file's)."""
+    ``table.files(snapshot)`` lists (the levels as Paimon's ``Levels`` counts them: at
+    least one above the highest file's)."""
     options = table.options
     top = int(options.get("num-levels", int(options.get("num-sorted-run.compaction-trigger", 5)) + 1)) - 1
     kept, levels = {}, {}
     by_bucket: dict[tuple, list[dict]] = {}
-    for f in table.files():
+    for f in table.files(snapshot):
         by_bucket.setdefault((str(f["partition"]), f["bucket"]), []).append(f)
     for bucket, files in by_bucket.items():
         zero = sorted((f for f in files if f["level"] == 0), key=lambda f: (-f["max_sequence"], f["min_sequence"]))
@@ -252,7 +254,9 @@ def apply(model: dict, rows: list[dict], engine: str) -> None:
 def test_commits_then_compactions_follow_the_pick(tmp_path, engine, deletes):
     root = tmp_path / "db.db" / "t"
     merge = mc.Aggregate({"v": "sum"}) if engine == "aggregation" else "deduplicate"
-    options = {"num-sorted-run.compaction-trigger": "3"}
+    # write-only: the writes leave their runs to compact(), whose pick this checks (a
+    # write's own pick is test_write_compaction's)
+    options = {"num-sorted-run.compaction-trigger": "3", "write-only": "true"}
     table = mc.Table.create(root, SCHEMA, key="k", buckets=2, merge=merge, options=options)
     model: dict = {}
     base = [{"k": k, "v": k, "w": "base", KIND: "+I"} for k in range(3000)]
@@ -282,9 +286,10 @@ def test_commits_then_compactions_follow_the_pick(tmp_path, engine, deletes):
 
 def test_retracts_of_aggregation_go_to_the_top(tmp_path):
     """merge-core's aggregation fold outputs no retract, so a pick below the top holding
-    one takes the whole bucket to the top level (where Paimon drops retracts too)."""
+    one takes the whole bucket to the top level (where Paimon drops retracts too).
+    write-only: the writes leave their runs to compact()'s pick."""
     root = tmp_path / "db.db" / "t"
-    options = {"num-sorted-run.compaction-trigger": "3"}
+    options = {"num-sorted-run.compaction-trigger": "3", "write-only": "true"}
     table = mc.Table.create(root, SCHEMA, key="k", buckets=1, merge=mc.Aggregate({"v": "sum"}), options=options)
     kind_schema = SCHEMA.append(pa.field(KIND, pa.string()))
     table.write(pa.table({"k": list(range(3000)), "v": [1] * 3000, "w": ["x"] * 3000}, schema=SCHEMA))
@@ -305,9 +310,9 @@ def test_retracts_of_aggregation_go_to_the_top(tmp_path):
 def test_java_written_tables_compacted_by_the_pick(tmp_path, name):
     """Paimon's tables (f0 string, f1 int partition, f2 int bucket key, f3 double) take
     a large write, compacted fully, then a middling and a small one: the size ratio
-    then stops short of the large run, and the newer runs merge just below it (with
-    deletion vectors, at each write, by lookup: the vectors of the large run's file
-    stay)."""
+    then stops short of the large run, and the newer runs merge just below it, at the
+    small write, as Paimon's writer compacts (with deletion vectors, by lookup: the
+    vectors of the large run's file stay)."""
     warehouse = tmp_path / "w"
     shutil.copytree(FIXTURES / f"{name}.db", warehouse / f"{name}.db")
     root = warehouse / f"{name}.db" / name
@@ -325,13 +330,22 @@ def test_java_written_tables_compacted_by_the_pick(tmp_path, name):
     write([{"f0": f"n{i}", "f1": 10 + 10 * (i % 2), "f2": i % 3 % 2, "f3": -1.0} for i in range(0, 3000, 3)])
     write([{"f0": "n6", "f1": 10, "f2": 0, "f3": -2.0}, {"f0": "Bob", "f1": 10, "f2": 0, "f3": -2.0}])
     kept, levels = expected_after(table)
+    # Each write compacted (with deletion vectors by lookup, the universal pick first:
+    # Paimon's ForceUpLevel0Compaction): in the small one's bucket, its run count took
+    # level 0 with level 4's middling run into level 4 already, leaving compact() nothing.
+    assert set(levels.values()) == {None}
+    files = table.files()
+    layout = sorted(sorted({f["level"] for f in files if (str(f["partition"]), f["bucket"]) == pb}) for pb in levels)
+    # The middling write (f2 = 0: two of the four buckets) and the small one (one of those):
+    # with deletion vectors, each bucket they touched went up to level 4 by lookup. Without,
+    # the middling write alone picked nothing (two runs, far apart) and stays at level 0
+    # where the small write did not come.
     if name == "pk_table_scan_and_read_dv":
-        # Each write compacted by lookup, by the universal pick first (Paimon's
-        # ForceUpLevel0Compaction): the small one's run count took level 0 with level 4's
-        # middling run into level 4 already, leaving compact() nothing.
-        assert set(levels.values()) == {None} and {f["level"] for f in table.files()} == {4, 5}
+        assert layout == [[4, 5], [4, 5], [5], [5]], layout
     else:
-        assert 4 in levels.values(), levels
+        kinds = [table.snapshot(s).commit_kind for s in table.snapshots()[-3:]]
+        assert kinds == ["APPEND", "APPEND", "COMPACT"], kinds
+        assert layout == [[0, 5], [4, 5], [5], [5]], layout
     table.compact()
     check_levels(table, kept, levels)
 
@@ -413,7 +427,9 @@ def test_the_last_full_compaction_is_counted_at_the_options_top(tmp_path):
     """``compaction.optimization-interval`` counts from the newest file at the options'
     top level (Paimon's ``estimateLastFullCompactionTime`` takes ``num-levels`` alone):
     a bucket compacted to level 7 under ``num-levels`` 8, then lowered to 6, has none at
-    level 5, so the interval has passed and its two runs merge at once into level 7."""
+    level 5, so the interval has passed and its two runs merge at once into level 7: at
+    the write that makes them two (its APPEND, then its COMPACT), and again by compact()
+    once a write-only write left a level-0 file."""
     root = tmp_path / "db.db" / "t"
     table = mc.Table.create(root, SCHEMA, key="k", buckets=1, options={"num-levels": "8"})
     base = [{"k": k, "v": k, "w": "base"} for k in range(100)]
@@ -422,8 +438,14 @@ def test_the_last_full_compaction_is_counted_at_the_options_top(tmp_path):
     table.set_options({"num-levels": "6", "compaction.optimization-interval": "1 d"})
     update = [{"k": 1, "v": -1, "w": "new"}]
     table.write(pa.Table.from_pylist(update, schema=SCHEMA))
+    assert [table.snapshot(s).commit_kind for s in table.snapshots()[-2:]] == ["APPEND", "COMPACT"]
+    assert sorted(f["level"] for f in table.files(table.snapshots()[-2])) == [0, 7]
+    assert [f["level"] for f in table.files()] == [7]
+    table.set_options({"write-only": "true"})
+    again = [{"k": 2, "v": -2, "w": "new"}]
+    table.write(pa.Table.from_pylist(again, schema=SCHEMA))
     assert sorted(f["level"] for f in table.files()) == [0, 7]
     table.compact()
     assert [f["level"] for f in table.files()] == [7]
-    model = {r["k"]: r for r in [*base, *update]}
+    model = {r["k"]: r for r in [*base, *update, *again]}
     assert peers(root) == (tuples(model.values()),) * 3

@@ -245,6 +245,7 @@ class Committer:
         self.codec = AVRO_CODECS.get(schema.options.get("manifest.compression", "zstd").lower(), "zstandard")
         self._names = f"{uuid.uuid4()}-"
         self.appended = False
+        self.append_snapshot: int | None = None  # the appends' snapshot, once committed
         self._counter = 0
 
     def commit(self, messages: Sequence[CommitMessage]) -> int | None:
@@ -265,7 +266,7 @@ class Committer:
 
         if appends or changelog or index:
             last = self.commit_changes("APPEND", append)
-        self.appended = last is not None
+        self.appended, self.append_snapshot = last is not None, last
         compactions = [e for m in messages for e in m.compact_entries()]
         compact_changelog = [e for m in messages for e in m.compact_changelog_entries()]
         if compactions or compact_changelog or dv:

@@ -62,6 +62,25 @@ def compaction_tasks(
     return [task for task in picked if task is not None]
 
 
+def written_tasks(
+    live: list[dict[str, Any]], written: list[dict[str, Any]], snapshot: int, schema: TableSchema
+) -> list[CompactTask]:
+    """What a write compacts before it commits, as Paimon's ``MergeTreeWriter`` does once
+    its level-0 files are flushed (``triggerCompaction``, then a batch write waits for it):
+    in each bucket the write touched, the universal pick of its ``live`` files (manifest
+    entries) with the ``written`` ones added. The pick may take the written files: the
+    commit adds them (APPEND), then replaces them (COMPACT)."""
+    touched = {(e["_PARTITION"], e["_BUCKET"]) for e in written}
+    entries = [e for e in live if (e["_PARTITION"], e["_BUCKET"]) in touched] + written
+    return compaction_tasks(entries, snapshot, schema, full=False)
+
+
+def write_only(options: dict[str, str]) -> bool:
+    """Paimon's ``write-only`` (older name ``write.compaction-skip``): writes never compact,
+    a dedicated compaction job (``Table.compact``) does."""
+    return bool_option(options, "write-only", bool_option(options, "write.compaction-skip"))
+
+
 def bucket_runs(group: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     """A bucket's files (manifest entries) as Paimon's ``Levels`` lists its sorted runs:
     each level-0 file alone, newest (largest maximum sequence number) first, then the

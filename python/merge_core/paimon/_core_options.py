@@ -136,7 +136,7 @@ def _options(*rows: tuple[str, Parse, str | Refusal, str | Refusal, str]) -> tup
 
 H, A = HONOURED, ACCEPTED
 STREAMING = "streaming reads and jobs only; a batch read does not use it"
-UNIVERSAL = "compact() picks a bucket's sorted runs by it, as Paimon's universal compaction does"
+UNIVERSAL = "writes and compact() pick a bucket's sorted runs by it, as Paimon's universal compaction does"
 WRITER_MEMORY = "a writer's buffers and spilling; merge-core's writes take memory_limit instead"
 LOOKUP = "lookup joins and lookup compaction; neither changes what a batch read returns"
 LOOKUP_WAIT = "merge-core's writes always wait for their lookup compaction, whose files go in the same commit (as true)"
@@ -617,21 +617,41 @@ OPTIONS: tuple[CoreOption, ...] = _options(
     ("commit.max-retries", _int, A, A, "commit retries (merge-core retries a lost race up to 100 times)"),
     ("commit.min-retry-wait", _duration, A, A, "commit retries"),
     ("commit.max-retry-wait", _duration, A, A, "commit retries"),
-    ("commit.force-compact", _bool, A, A, "merge-core compacts when compact() is called; the rows read are the same"),
+    (
+        "commit.force-compact",
+        _bool,
+        A,
+        A,
+        "Paimon's writers then wait for their compaction at each commit; merge-core's writes always do",
+    ),
     ("commit.force-create-snapshot", _bool, A, A, STREAMING),
     ("commit.user-prefix", _string, A, A, "the name a commit is made under"),
     ("commit.discard-duplicate-files", _bool, A, A, "merge-core never commits a file twice"),
     ("snapshot.ignore-empty-commit", _bool, A, A, "merge-core commits nothing for an empty write"),
-    ("write-only", _bool, A, A, "merge-core's writes never compact nor expire"),
-    ("write.compaction-skip", _bool, A, A, "an older name of write-only"),
+    (
+        "write-only",
+        _bool,
+        A,
+        H,
+        "writes leave their level-0 files uncompacted (no universal pick, no lookup) for compact(); "
+        "merge-core's writes never expire",
+    ),
+    ("write.compaction-skip", _bool, A, H, "an older name of write-only"),
     (
         "full-compaction.delta-commits",
         _int,
         A,
         A,
-        "merge-core compacts when compact() is called; the rows read are the same",
+        "a streaming writer's full compaction every so many commits; merge-core's writes pick as Paimon's batch "
+        "writes do, compact(full=True) compacts fully",
     ),
-    ("target-file-size", _memory, A, A, "file sizes (merge-core writes one file per bucket and commit)"),
+    (
+        "target-file-size",
+        _memory,
+        A,
+        A,
+        "file sizes (merge-core writes one file per bucket and commit, and one per compaction)",
+    ),
     ("target-file-row-num", _long, A, A, "file sizes (merge-core writes one file per bucket and commit)"),
     ("write-buffer-size", _memory, A, A, WRITER_MEMORY),
     ("write-buffer-spill.max-disk-size", _memory, A, A, WRITER_MEMORY),
@@ -734,7 +754,7 @@ OPTIONS: tuple[CoreOption, ...] = _options(
         _int,
         A,
         H,
-        "the run count of compact()'s universal pick; without num-levels, the top level",
+        "the run count of the universal pick of writes and compact(); without num-levels, the top level",
     ),
     ("num-levels", _int, A, H, "the top level (num-levels - 1): a compaction of every run writes there"),
     (
@@ -742,7 +762,8 @@ OPTIONS: tuple[CoreOption, ...] = _options(
         _int,
         A,
         A,
-        "stops Paimon's writers until their own compaction catches up; merge-core's writes do not compact",
+        "Paimon's writers wait for their compaction past this many runs; merge-core's writes always finish "
+        "theirs before they commit, as Paimon's batch writes do",
     ),
     (
         "compaction.force-rewrite-all-files",

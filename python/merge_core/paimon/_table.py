@@ -23,6 +23,7 @@ import pyarrow.fs as pafs
 
 from .. import DynamicFilter, Stream, _native
 from ..errors import (
+    CommitConflictError,
     CorruptTableError,
     InvalidInputError,
     TableExistsError,
@@ -48,7 +49,7 @@ from ._changelog import producer as changelog_producer
 from ._changes import ChangeStream, change_files, check_range, commit_of
 from ._changes import ordered as ordered_changes
 from ._commit import CommitMessage, Committer, summary
-from ._compact import CompactTask, compaction_tasks, top_level
+from ._compact import CompactTask, compaction_tasks, top_level, write_only, written_tasks
 from ._core_options import READ, SNAPSHOT_CHOICE, WRITE, check_options, refuse
 from ._dv import DvUpdate, bucket_index_files, deleted_positions, write_index
 from ._expire import expire_snapshots
@@ -460,9 +461,48 @@ class Table:
             )
         else:
             write = TableWrite(self._root, self._schema, self._setup, row_kind, memory_limit, spill_dir, threads)
-            if needs_lookup(self._schema.options):
+            if write_only(self._schema.options):
+                pass  # Paimon's writers then never compact (its NoopCompactManager): compact() does
+            elif needs_lookup(self._schema.options):
                 write.level_zero_compaction = self._compact_level_zero
+            else:
+                write.level_zero_compaction = functools.partial(self._compact_written, threads=write.threads)
         return write.ignore_previous_files() if overwrite else write
+
+    def _compact_written(self, messages: list[CommitMessage], overwrite: bool, threads: int) -> list[CommitMessage]:
+        """A write's messages with the universal compaction of each bucket it touched, once
+        its level-0 files are added (``_compact.written_tasks``), as Paimon's batch writes
+        do; the commit adds the files, then compacts. An overwrite's buckets start empty
+        (nothing to compact with). If a compaction fails, every file of the messages goes."""
+        written = [e for m in messages for e in m.append_entries()]
+        if overwrite or not written:
+            return messages
+        latest = latest_snapshot_id(self._root)
+        snap = self.snapshot(latest) if latest is not None else _no_snapshot(self._schema)
+        live = [] if latest is None else live_entries(self._root, snap)
+        tasks = written_tasks(live, written, snap.id, self._schema)
+        if not tasks:
+            return messages
+        planner = self._full_planner(snap, self._schema)
+        done: dict[tuple[bytes, int], CommitMessage] = {}
+        try:
+            for task in tasks:
+                done[(task.partition, task.bucket)] = self._compact_task(planner, task, threads)
+        except BaseException:
+            self.abort([*messages, *done.values()])
+            raise
+        out = []
+        for m in messages:
+            c = done.get((m.partition, m.bucket))
+            if c is not None and m.new_files:
+                m = dataclasses.replace(
+                    m,
+                    compact_before=c.compact_before,
+                    compact_after=c.compact_after,
+                    compact_changelog=c.compact_changelog,
+                )
+            out.append(m)
+        return out
 
     def _compact_level_zero(self, messages: list[CommitMessage], overwrite: bool) -> list[CommitMessage]:
         """A write's messages with its level-0 files compacted by lookup (``_lookup``), on
@@ -470,7 +510,7 @@ class Table:
         fails, every file of the messages is removed."""
         latest = None if overwrite else latest_snapshot_id(self._root)
         snap = None if latest is None else self.snapshot(latest)
-        planner = self._full_planner(snap or Snapshot(0, self._schema.id, "", "", None, "APPEND", 0, 0), self._schema)
+        planner = self._full_planner(snap or _no_snapshot(self._schema), self._schema)
         live = [] if snap is None else live_files(self._root, snap)
         changelog = None
         if not overwrite:  # an overwrite's writer makes no changelog, as Paimon's (ignorePreviousFiles)
@@ -535,6 +575,24 @@ class Table:
         kept = [m for m in messages if (m.partition, m.bucket) not in shared]
         return kept + self._compact_level_zero(list(combined.values()), overwrite)
 
+    def _one_compaction_per_bucket(self, messages: Sequence[CommitMessage]) -> Sequence[CommitMessage]:
+        """The messages, where several writes of one commit (the tasks of one Spark job)
+        compacted the same bucket (``_compact_written``), without those compactions: each
+        picked without the others' files, and two may replace the same file. Their files
+        stay at level 0, for the next write's or ``compact()``'s pick."""
+        written = [m for m in messages if _written_compaction(m)]
+        counts = Counter((m.partition, m.bucket) for m in written)
+        shared = {bucket for bucket, n in counts.items() if n > 1}
+        if not shared:
+            return messages
+        out = []
+        for m in messages:
+            if _written_compaction(m) and (m.partition, m.bucket) in shared:
+                self.abort([_compaction_part(m)])
+                m = dataclasses.replace(m, compact_before=(), compact_after=(), compact_changelog=())
+            out.append(m)
+        return out
+
     def _merge_into(
         self,
         planner: Planner,
@@ -595,7 +653,7 @@ class Table:
         identifier = _identifier(commit_identifier)
         committer = None
         try:
-            messages = self._one_lookup_per_bucket(messages)
+            messages = self._one_lookup_per_bucket(self._one_compaction_per_bucket(messages))
             spec = overwrite_spec(self._schema, overwrite)
             _check_dynamic(dynamic_overwrite, spec is not None)
             if spec is not None and (commit_user is not None or commit_identifier is not None):
@@ -605,7 +663,15 @@ class Table:
             if any(m.overwrite for m in messages):
                 raise InvalidInputError("these messages come from an overwrite write: commit them with overwrite=")
             committer = Committer(self._root, self._schema, commit_user, *identifier)
-            return committer.commit(messages)
+            try:
+                return committer.commit(messages)
+            except CommitConflictError:
+                if not committer.appended or not all(map(_written_compaction, _compactions(messages))):
+                    raise
+                # Only writes' own compactions lost the race (another compaction of their
+                # bucket landed first): the write stands, its level-0 files wait for the next pick.
+                self.abort([_compaction_part(m) for m in messages])
+                return committer.append_snapshot
         except BaseException:
             if committer is not None and committer.appended:  # the appended files stay: a later compaction takes them
                 messages = [dataclasses.replace(m, new_files=(), changelog_files=(), hash_index=None) for m in messages]
@@ -756,6 +822,11 @@ class Table:
         planner = self._compaction_planner(task.snapshot)
         if isinstance(task, _append.AppendCompactTask):
             return _append.compact_bucket(self._root, planner.schema, planner, task, threads)
+        return self._compact_task(planner, task, threads)
+
+    def _compact_task(self, planner: Planner, task: CompactTask, threads: int) -> CommitMessage:
+        """Runs a compaction task of a primary-key table with ``planner`` (its snapshot's,
+        or the latest's for the files a write is about to commit)."""
         snap, schema, columns = planner.snapshot, planner.schema, planner.columns
         files = [DataFile.of(e) for e in task.entries]
         splits = planner.splits(files, None)
@@ -1349,6 +1420,28 @@ class Table:
             "key_range": key_range,
         }
         return _native.read_paimon(read_schema, sections, options)
+
+
+def _written_compaction(m: CommitMessage) -> bool:
+    """Whether a message is a write's with its own universal compaction (``_compact_written``;
+    a lookup compaction carries the bucket's ``dv_index``)."""
+    return bool(m.new_files) and m.is_compaction and m.dv_index is None
+
+
+def _compactions(messages: Sequence[CommitMessage]) -> list[CommitMessage]:
+    return [m for m in messages if m.is_compaction]
+
+
+def _compaction_part(m: CommitMessage) -> CommitMessage:
+    """The files a message's compaction wrote, as a message to abort."""
+    return CommitMessage(
+        m.partition, m.bucket, m.total_buckets, compact_after=m.compact_after, compact_changelog=m.compact_changelog
+    )
+
+
+def _no_snapshot(schema: TableSchema) -> Snapshot:
+    """The snapshot a first write's compaction plans on: none, so no file."""
+    return Snapshot(0, schema.id, "", "", None, "APPEND", 0, 0)
 
 
 def _keeping_deletes(merge: Any) -> dict[str, Any]:
