@@ -395,7 +395,10 @@ def run(folder: str, inputs: Inputs, repeat: int) -> Section:
             f"The contest versions ({inputs.base_rows:,} base rows + 10 increments = {total:,} rows, loaded into memory"
             f" first) written as 11 commits into a new {BUCKETS}-bucket Paimon primary-key table, merge engine"
             " `aggregation` (requests `sum`, others `last_non_null_value`). Seconds: table creation + the 11"
-            f" commits, best of {repeat} (pypaimon's Python writer: once); rows/s count input rows.",
+            f" commits, best of {repeat} (pypaimon's Python writer: once); rows/s count input rows. merge-core's"
+            " writes compact as Paimon's Java writer does (a bucket's sorted runs past"
+            " `num-sorted-run.compaction-trigger` are merged in the same commit); pypaimon's and pypaimon-rust's"
+            " never compact, so they write less.",
             f"pypaimon {version_of('pypaimon')} through a local filesystem catalog, once as is and once with"
             f" `{NATIVE_WRITE}=true` (its Rust writer; the commit stays pypaimon's); pypaimon-rust"
             f" {version_of('pypaimon-rust')} through its own batch write and commit, into a table created by"
