@@ -9,18 +9,22 @@ the whole path, each against merge-core's own read and pypaimon's."""
 
 from __future__ import annotations
 
+import pickle
 import shutil
 from collections import Counter
 from pathlib import Path
 
+import fsspec.implementations.local
 import merge_core as mc
 import pyarrow as pa
+import pyarrow.fs as pafs
 import pytest
 from helpers import pypaimon_commit
 
 pytest.importorskip("pyspark.sql.datasource")
 import merge_core.spark as mcs  # noqa: E402
-from merge_core.spark._source import Source  # noqa: E402
+from merge_core.spark._source import Source, _Where  # noqa: E402
+from merge_core.spark._stream import StreamReader  # noqa: E402
 from test_expire import catalog, identifier  # noqa: E402 (pypaimon's catalog of the table)
 
 SCHEMA = pa.schema([pa.field("k", pa.int64(), False), ("v", pa.int64())])
@@ -111,6 +115,46 @@ def test_scan_modes_start_and_follow_as_paimon_streams(tmp_path):
 
     # What a stream gave, folded, is what merge-core and pypaimon read now.
     assert fold(first + changes(table, 3, 5)) == rows(table.read().read_all()) == pypaimon_rows(root)
+
+
+class CountingFiles(fsspec.implementations.local.LocalFileSystem):
+    """The local disk, counting each file opened (in ``opened``, by path)."""
+
+    def __init__(self, opened: Counter):
+        super().__init__(skip_instance_cache=True)
+        self.opened = opened
+
+    def _open(self, path, *args, **kwargs):
+        self.opened[path] += 1
+        return super()._open(path, *args, **kwargs)
+
+
+def test_a_stream_task_opens_only_the_change_files_the_driver_planned(tmp_path):
+    root = tmp_path / "db.db" / "t"
+    table = changelog_table(root)
+    pypaimon_insert(root, [(5, 50)])  # snapshot 4
+    opened: Counter = Counter()
+    on_disk = pafs.PyFileSystem(pafs.FSSpecHandler(CountingFiles(opened)))
+    source = Source(
+        {"path": str(root), "scan.mode": "from-snapshot", "scan.snapshot-id": "1", "read.changelog": "true"}
+    )
+    reader = StreamReader(_Where(str(root), on_disk, "main"), source.options, source.schema())
+    start = reader.initialOffset()
+    parts = reader.partitions(start, reader.latestOffset(start))
+    planned = {
+        r.path for p in parts for s in p.value.splits for section in s.sections for run in section.runs for r in run
+    }
+    assert [p.value.splits[0].snapshot for p in parts] == [1, 2, 4]  # 3, a compaction, changed no row
+    assert len(planned) == 4 and not planned & set(opened), "the driver opened a change file"
+
+    opened.clear()
+    shipped = [pickle.loads(pickle.dumps(p)) for p in parts]  # as Spark hands them to tasks
+    assert all(len(pickle.dumps(p)) < 1000 * len(p.value.splits) for p in parts)
+    got = rows(pa.Table.from_batches([b for p in shipped for b in reader.read(p)], reader.arrow))
+    assert got == changes(table, 0, 4)
+    # Each task opens the table (its schema file), then the change files it was handed, once.
+    assert {path for path in opened if "/schema/" not in path} == planned, "a task planned again"
+    assert all(opened[path] == 1 for path in planned)
 
 
 def test_scan_options_are_checked(tmp_path):
