@@ -240,16 +240,23 @@ def run_read(spark, table: mc.Table, checkpoint: Path, out: Path) -> None:
 
 
 def test_a_stream_read_restarts_from_its_checkpoint(source, tmp_path):
+    stream_read_restarts(source, tmp_path)
+
+
+def stream_read_restarts(spark, tmp_path: Path) -> None:
+    """Three runs of one query (its checkpoint kept) while merge-core and pypaimon commit
+    between them: what the query wrote is the table's changes, each once, and folds into
+    what merge-core and pypaimon read (test_spark_cluster runs it on the cluster)."""
     root = tmp_path / "db.db" / "t"
     table = changelog_table(root)
     checkpoint, out = tmp_path / "checkpoint", tmp_path / "out"
-    run_read(source, table, checkpoint, out)
+    run_read(spark, table, checkpoint, out)
     pypaimon_insert(root, [(5, 50)])
     table.write(pa.table({"k": [3, 3, 4], "v": [30, 31, 40], "op": ["-U", "+U", "-D"]}), row_kind="op")
-    run_read(source, table, checkpoint, out)
+    run_read(spark, table, checkpoint, out)
     table.write(pa.table({"k": [6], "v": [60]}, SCHEMA))
-    run_read(source, table, checkpoint, out)
-    got = rows(source.read.parquet(str(out)).toArrow())
+    run_read(spark, table, checkpoint, out)
+    got = rows(spark.read.parquet(str(out)).toArrow())
     assert got == sorted([("+I", k, v) for k, v in pypaimon_rows(root, 3)] + changes(table, 3, 6))
     assert fold(got) == rows(table.read().read_all()) == pypaimon_rows(root)
 
