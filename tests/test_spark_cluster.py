@@ -250,3 +250,35 @@ def test_upsert_through_spark_connect(master, archive, folder, contest_files, tm
     for module in said["modules"]:  # unpacked from the session's artifact, not the driver's venv
         assert "/env/" in module and not Path(module).resolve().is_relative_to(Path(sys.prefix).resolve()), module
     assert pq.read_table(out).sort_by("uuid").to_pylist() == duckdb_upsert([pq.read_table(p) for p in contest_files])
+
+
+def test_a_stream_read_through_spark_connect(master, folder, tmp_path):
+    """The stream read restarted from its checkpoint, each run a Connect client of its own
+    (as test_upsert_through_spark_connect's) while merge-core and pypaimon commit between
+    the runs. The server runs the source's driver side in its own ``PYSPARK_PYTHON``; the
+    tasks run this Python (connect_stream_client.py says why not the shipped archive)."""
+    from pyspark import SparkContext
+
+    if SparkContext._active_spark_context is not None:
+        SparkContext._active_spark_context.stop()
+    root = tmp_path / "db.db" / "t"
+    table = streams.changelog_table(root)
+    checkpoint, out = tmp_path / "checkpoint", tmp_path / "out"
+    client = Path(__file__).parent / "connect_stream_client.py"
+    settings = {"spark.sql.shuffle.partitions": "2", "spark.executor.memory": "1g"}
+    with spark_cluster.connect_server(folder / "connect-stream", master, settings, python=sys.executable) as url:
+
+        def run() -> None:
+            command = [sys.executable, str(client), url, sys.executable, str(root), str(checkpoint), str(out)]
+            done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+            assert done.returncode == 0, done.stderr[-3000:]
+            assert json.loads(done.stdout.splitlines()[-1])["connect"] is True
+
+        run()
+        streams.pypaimon_insert(root, [(5, 50)])
+        table.write(pa.table({"k": [3, 3, 4], "v": [30, 31, 40], "op": ["-U", "+U", "-D"]}), row_kind="op")
+        run()
+    got = streams.rows(pq.read_table(out))
+    first = [("+I", k, v) for k, v in streams.pypaimon_rows(root, 3)]
+    assert got == sorted(first + streams.changes(table, 3, 5))
+    assert streams.fold(got) == streams.rows(table.read().read_all()) == streams.pypaimon_rows(root)
