@@ -232,6 +232,7 @@ if DataSourceStreamArrowWriter is not None:
         def commit(self, messages: Sequence[Any], batchId: int) -> None:  # noqa: N803 (Spark's name)
             table: Table = self.writer.where.open()
             flat = [m for task in messages if task is not None for m in task.messages]
+            self.writer.check_bucket_assignment(table, messages)
             done = table.last_commit_identifier(self.user)
             if done is not None and done >= batchId:
                 table.abort(flat)  # a batch run again after it landed: its first run's files are the table's
