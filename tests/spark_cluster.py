@@ -117,13 +117,17 @@ def standalone_cluster(folder: Path, workers: int = 2) -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def connect_server(folder: Path, master_url: str, settings: dict[str, str]) -> Iterator[str]:
-    """A Spark Connect server whose jobs run on ``master_url``; yields its ``sc://`` URL."""
+def connect_server(folder: Path, master_url: str, settings: dict[str, str], python: str | None = None) -> Iterator[str]:
+    """A Spark Connect server whose jobs run on ``master_url``; yields its ``sc://`` URL.
+    ``python``: the Python the server runs a Python data source's driver side in (its
+    ``PYSPARK_PYTHON``; the server gives a source no other), which must import the source."""
     port = free_port()
     conf = {"spark.connect.grpc.binding.port": str(port), "spark.connect.grpc.binding.address": LOOPBACK, **settings}
     command = [str(SPARK_HOME / "bin" / "spark-submit"), "--class", CONNECT_SERVER, "--master", master_url]
     folder.mkdir(parents=True, exist_ok=True)
     env = spark_env(folder)
+    if python is not None:
+        env["PYSPARK_PYTHON"] = python
     for key, value in conf.items():
         command += ["--conf", f"{key}={value}"]
     server = Daemon("the Spark Connect server", [*command, "spark-internal"], folder / "connect.log", env)

@@ -459,11 +459,6 @@ def test_bad_options_and_modes_are_clear_errors(source, tables, tmp_path):
         (lambda: reader().schema("id string").load(path).collect(), "column 'id' is bigint in the table, not string"),
     ]
     df = source.read.format("merge_core").load(path)
-    # Tasks would each assign new keys to buckets: refused (Table.write does it).
-    dynamic_table = mc.Table.create(
-        tmp_path / "dynamic", SCHEMA, key="id", partition_by=["day", "hour"], options={"bucket": "-1"}
-    )
-    dynamic = str(dynamic_table.path)
     source.sql(f"CREATE OR REPLACE TEMPORARY VIEW dedup USING merge_core OPTIONS (path '{path}')")
 
     def writer():
@@ -477,10 +472,39 @@ def test_bad_options_and_modes_are_clear_errors(source, tables, tmp_path):
         (lambda: source.sql("INSERT OVERWRITE dedup PARTITION (day = 'd') SELECT 1"), "NON_PARTITION_COLUMN"),
         (lambda: writer().mode("append").option("snapshot", "1").save(path), "for writing the merge_core source"),
         (lambda: df.drop("note").write.format("merge_core").mode("append").save(path), r"missing \['note'\]"),
-        (lambda: writer().mode("append").save(dynamic), r"dynamic buckets \('bucket' = -1\)"),
     ]
     snapshots = tables["deduplicate"].snapshots()
     for action, message in cases:
         with pytest.raises(AnalysisException, match=message):
             action()
     assert tables["deduplicate"].snapshots() == snapshots
+
+
+def test_a_dynamic_bucket_table_takes_new_keys_from_one_task(source, tmp_path):
+    """Two tasks assigning new keys to one partition's buckets, each from the hash index
+    as it was, could put a key in two buckets: that job is refused at its commit and its
+    files removed. One task's new keys, and several tasks' updates of keys the index
+    holds, commit; merge-core and pypaimon read the rows written."""
+    schema = pa.schema([pa.field("k", pa.int64(), False), ("v", pa.int64())])
+    root = tmp_path / "db.db" / "dynamic"
+    table = mc.Table.create(root, schema, key="k", options={"bucket": "-1"})
+
+    def write(keys: range, v: int, tasks: int) -> None:
+        df = source.createDataFrame([(k, v) for k in keys], "k long, v long")
+        df = df.coalesce(1) if tasks == 1 else df.repartition(tasks)
+        df.write.format("merge_core").mode("append").save(str(root))
+
+    def pypaimon_rows() -> list[tuple]:
+        builder = catalog(root).get_table(identifier(root)).new_read_builder()
+        read = builder.new_read().to_arrow(builder.new_scan().plan().splits())
+        return sorted((r["k"], r["v"]) for r in read.to_pylist())
+
+    write(range(0, 100), 1, tasks=1)
+    files = {p for p in root.rglob("*") if p.is_file()}
+    with pytest.raises(Exception, match=r"dynamic buckets \('bucket' = -1\).*2 tasks assigned new keys"):
+        write(range(100, 200), 2, tasks=2)
+    assert table.snapshots() == [1]
+    assert {p for p in root.rglob("*") if p.is_file()} == files, "the refused job left files"
+    write(range(0, 100, 3), 3, tasks=2)  # keys the index holds: no task assigns
+    want = sorted((k, 3 if k % 3 == 0 else 1) for k in range(100))
+    assert sorted(tuple(r.values()) for r in table.read().read_all().to_pylist()) == pypaimon_rows() == want

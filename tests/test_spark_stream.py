@@ -9,18 +9,22 @@ the whole path, each against merge-core's own read and pypaimon's."""
 
 from __future__ import annotations
 
+import pickle
 import shutil
 from collections import Counter
 from pathlib import Path
 
+import fsspec.implementations.local
 import merge_core as mc
 import pyarrow as pa
+import pyarrow.fs as pafs
 import pytest
 from helpers import pypaimon_commit
 
 pytest.importorskip("pyspark.sql.datasource")
 import merge_core.spark as mcs  # noqa: E402
-from merge_core.spark._source import Source  # noqa: E402
+from merge_core.spark._source import Source, _Where  # noqa: E402
+from merge_core.spark._stream import StreamReader  # noqa: E402
 from test_expire import catalog, identifier  # noqa: E402 (pypaimon's catalog of the table)
 
 SCHEMA = pa.schema([pa.field("k", pa.int64(), False), ("v", pa.int64())])
@@ -113,6 +117,46 @@ def test_scan_modes_start_and_follow_as_paimon_streams(tmp_path):
     assert fold(first + changes(table, 3, 5)) == rows(table.read().read_all()) == pypaimon_rows(root)
 
 
+class CountingFiles(fsspec.implementations.local.LocalFileSystem):
+    """The local disk, counting each file opened (in ``opened``, by path)."""
+
+    def __init__(self, opened: Counter):
+        super().__init__(skip_instance_cache=True)
+        self.opened = opened
+
+    def _open(self, path, *args, **kwargs):
+        self.opened[path] += 1
+        return super()._open(path, *args, **kwargs)
+
+
+def test_a_stream_task_opens_only_the_change_files_the_driver_planned(tmp_path):
+    root = tmp_path / "db.db" / "t"
+    table = changelog_table(root)
+    pypaimon_insert(root, [(5, 50)])  # snapshot 4
+    opened: Counter = Counter()
+    on_disk = pafs.PyFileSystem(pafs.FSSpecHandler(CountingFiles(opened)))
+    source = Source(
+        {"path": str(root), "scan.mode": "from-snapshot", "scan.snapshot-id": "1", "read.changelog": "true"}
+    )
+    reader = StreamReader(_Where(str(root), on_disk, "main"), source.options, source.schema())
+    start = reader.initialOffset()
+    parts = reader.partitions(start, reader.latestOffset(start))
+    planned = {
+        r.path for p in parts for s in p.value.splits for section in s.sections for run in section.runs for r in run
+    }
+    assert [p.value.splits[0].snapshot for p in parts] == [1, 2, 4]  # 3, a compaction, changed no row
+    assert len(planned) == 4 and not planned & set(opened), "the driver opened a change file"
+
+    opened.clear()
+    shipped = [pickle.loads(pickle.dumps(p)) for p in parts]  # as Spark hands them to tasks
+    assert all(len(pickle.dumps(p)) < 1000 * len(p.value.splits) for p in parts)
+    got = rows(pa.Table.from_batches([b for p in shipped for b in reader.read(p)], reader.arrow))
+    assert got == changes(table, 0, 4)
+    # Each task opens the table (its schema file), then the change files it was handed, once.
+    assert {path for path in opened if "/schema/" not in path} == planned, "a task planned again"
+    assert all(opened[path] == 1 for path in planned)
+
+
 def test_scan_options_are_checked(tmp_path):
     table = changelog_table(tmp_path / "db.db" / "t")
     for options, error in [
@@ -196,16 +240,23 @@ def run_read(spark, table: mc.Table, checkpoint: Path, out: Path) -> None:
 
 
 def test_a_stream_read_restarts_from_its_checkpoint(source, tmp_path):
+    stream_read_restarts(source, tmp_path)
+
+
+def stream_read_restarts(spark, tmp_path: Path) -> None:
+    """Three runs of one query (its checkpoint kept) while merge-core and pypaimon commit
+    between them: what the query wrote is the table's changes, each once, and folds into
+    what merge-core and pypaimon read (test_spark_cluster runs it on the cluster)."""
     root = tmp_path / "db.db" / "t"
     table = changelog_table(root)
     checkpoint, out = tmp_path / "checkpoint", tmp_path / "out"
-    run_read(source, table, checkpoint, out)
+    run_read(spark, table, checkpoint, out)
     pypaimon_insert(root, [(5, 50)])
     table.write(pa.table({"k": [3, 3, 4], "v": [30, 31, 40], "op": ["-U", "+U", "-D"]}), row_kind="op")
-    run_read(source, table, checkpoint, out)
+    run_read(spark, table, checkpoint, out)
     table.write(pa.table({"k": [6], "v": [60]}, SCHEMA))
-    run_read(source, table, checkpoint, out)
-    got = rows(source.read.parquet(str(out)).toArrow())
+    run_read(spark, table, checkpoint, out)
+    got = rows(spark.read.parquet(str(out)).toArrow())
     assert got == sorted([("+I", k, v) for k, v in pypaimon_rows(root, 3)] + changes(table, 3, 6))
     assert fold(got) == rows(table.read().read_all()) == pypaimon_rows(root)
 

@@ -1259,7 +1259,16 @@ class Table:
         >>> t.changes(1).read_all().to_pydict()
         {'_row_kind': ['-U', '+U'], 'k': [1, 1], 'v': ['a', 'A']}
         """
-        threads = check_threads(threads)
+        plan = self.plan_changes(start, end, columns)
+        return self._read_changes(plan, _wanted(self._schema, columns), plan.stats, batch_size, threads)
+
+    def plan_changes(self, start: int, end: int | None = None, columns: Sequence[str] | None = None) -> Plan:
+        """The files :meth:`changes` would read, planned without reading one: a
+        :class:`Plan` of one picklable :class:`Split` per change file, in the order the
+        changes come, each split's ``snapshot`` the one that committed it (a snapshot
+        that changed no row has none). Its ``stats``: ``snapshots`` (in the range) and
+        ``files_read``. :meth:`read_changes` reads them, on this process or another,
+        without opening a snapshot or manifest again."""
         start, end = check_range(self._root, start, end)
         schema = self._schema  # files of older schemas read in the latest, as Paimon's incremental read
         wanted = _wanted(schema, columns)
@@ -1274,8 +1283,26 @@ class Table:
             read = dataclasses.replace(planner.file_read(f, f.partition, f.bucket), deleted=None)  # rows as stored
             values = _binary.decode(f.partition, types)
             splits.append(Split(change.snapshot, schema.id, tuple(wanted), values, f.bucket, (Section(((read,),)),)))
-        stats = {"snapshots": end - start, "files_read": len(files)}
-        stream = self._read(splits, schema, [*wanted, VALUE_KIND], batch_size, threads, stats, merge=AS_STORED)
+        return Plan(splits, {"snapshots": end - start, "files_read": len(files)})
+
+    def read_changes(
+        self, splits: Sequence[Split], batch_size: int = READ_BATCH_ROWS, threads: int | None = None
+    ) -> Stream:
+        """The changes in ``splits`` (of :meth:`plan_changes`, all of one plan), as
+        :meth:`changes` gives them: ``_row_kind``, then the columns planned."""
+        if len({s.columns for s in splits}) > 1:
+            raise InvalidInputError("read_changes reads splits planned for the same columns (of one plan_changes)")
+        columns = list(splits[0].columns) if splits else list(self._schema.arrow.names)
+        stats = {"snapshots": len({s.snapshot for s in splits}), "files_read": len(splits)}
+        return self._read_changes(splits, columns, stats, batch_size, threads)
+
+    def _read_changes(
+        self, splits: Sequence[Split], wanted: list[str], stats: dict[str, int], batch_size: int, threads: int | None
+    ) -> Stream:
+        threads = check_threads(threads)
+        schema_id = splits[0].schema_id if splits else self._schema.id
+        schema = self._schema if schema_id == self._schema.id else load_schema(self._root, schema_id)
+        stream = self._read(list(splits), schema, [*wanted, VALUE_KIND], batch_size, threads, stats, merge=AS_STORED)
         return ChangeStream(stream, wanted)  # type: ignore[return-value]
 
     def tags(self) -> dict[str, int]:

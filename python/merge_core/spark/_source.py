@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import datetime
 import os
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -148,13 +149,6 @@ class Source(DataSource):
         memory_limit = self.options.get("memory_limit", "256MiB")
         # A table merge-core cannot write is refused here, before any task starts.
         table.new_write(row_kind, memory_limit, overwrite=replace is not None).close()
-        if table.key and table.buckets == -1:
-            # Each task would assign new keys to buckets from the same hash index on its
-            # own: two tasks could put one key in two buckets, or one bucket's index twice.
-            raise UnsupportedFeatureError(
-                f"writing a table with dynamic buckets ('bucket' = -1) through the merge_core source ({table.path}):"
-                " its tasks would each assign new keys to buckets; write it with Table.write"
-            )
         _check_columns(schema, table, row_kind)
         return Writer(where, row_kind, memory_limit, replace)
 
@@ -245,6 +239,7 @@ class Writer(DataSourceArrowWriter):
 
     def commit(self, messages: Sequence[Messages | None]) -> None:
         table = self.where.open()
+        self.check_bucket_assignment(table, messages)
         if self.replace is None:
             table.commit(_flat(messages))
         else:
@@ -252,6 +247,28 @@ class Writer(DataSourceArrowWriter):
 
     def abort(self, messages: Sequence[Messages | None]) -> None:
         self.where.open().abort(_flat(messages))
+
+    @staticmethod
+    def check_bucket_assignment(table: Table, messages: Sequence[Messages | None]) -> None:
+        """Refuses (and removes the files of) a job in which two tasks assigned new keys
+        to the buckets of one partition of a dynamic-bucket table: each assigned them
+        from the partition's hash index as it was, on its own, so one key could land in
+        two buckets and the partition's index files would each miss the other's keys. A
+        single task, or tasks that only update keys the index holds, commit as
+        ``Table.write``'s do."""
+        if not (table.key and table.buckets == -1):
+            return
+        assigners: Counter[bytes] = Counter()
+        for task in messages:
+            if task is not None:
+                assigners.update({m.partition for m in task.messages if m.hash_index is not None})
+        if any(n > 1 for n in assigners.values()):
+            table.abort(_flat(messages))
+            raise UnsupportedFeatureError(
+                f"writing a table with dynamic buckets ('bucket' = -1) through the merge_core source ({table.path}):"
+                f" {max(assigners.values())} tasks assigned new keys to one partition's buckets, each on its own;"
+                " write it from one task (df.coalesce(1)) or with Table.write"
+            )
 
 
 def _flat(messages: Sequence[Messages | None]) -> list[CommitMessage]:

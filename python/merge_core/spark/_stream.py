@@ -6,9 +6,11 @@ Reading, with snapshot ids as offsets (``Position``)::
     driver: initialOffset()          where ``scan.mode`` starts (Paimon's streaming modes)
     driver: latestOffset(start)      the latest snapshot
     driver: partitions(start, end)   the starting snapshot's splits (a ``*-full`` mode's
-                                     first batch), then one partition per snapshot in
-                                     (start, end] that changed rows
-    task:   read(partition)          Table.read_split, or Table.changes(id - 1, id)
+                                     first batch), then the change files of (start, end]
+                                     planned once (Table.plan_changes): a partition per
+                                     snapshot that wrote any, holding its splits
+    task:   read(partition)          Table.read_split, or Table.read_changes(its splits):
+                                     the task opens the data files and nothing else
 
 A restarted query goes on from the last offset Spark committed in its checkpoint: the
 offsets say everything, the reader keeps no state of its own.
@@ -35,7 +37,7 @@ from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.types import StringType, StructField, StructType
 
 from ..errors import InvalidInputError, UnsupportedFeatureError
-from ..paimon import ROW_KIND, Table
+from ..paimon import ROW_KIND, Split, Table
 from ._types import arrow_form, to_spark
 
 try:  # PySpark 4.1 or later
@@ -131,9 +133,11 @@ class _Full:
 
 @dataclass(frozen=True)
 class _Changes:
-    """A task reading the changes snapshot ``snapshot`` committed."""
+    """A task reading the changes one snapshot committed: the splits the driver planned
+    for its change files (a path and a few numbers each), so the task reads no snapshot
+    or manifest."""
 
-    snapshot: int
+    splits: tuple[Split, ...]
 
 
 class StreamReader(DataSourceStreamReader):
@@ -175,9 +179,11 @@ class StreamReader(DataSourceStreamReader):
             after = finish.snapshot if begin.snapshot == -1 else begin.snapshot
             if after > 0:
                 parts += [InputPartition(_Full(split)) for split in table.plan(self.columns, snapshot=after)]
-        for snapshot in range(after + 1, finish.snapshot + 1):
-            if table.changes(snapshot - 1, snapshot, self.columns).stats["files_read"]:
-                parts.append(InputPartition(_Changes(snapshot)))
+        if finish.snapshot > after:
+            by_snapshot: dict[int, list[Split]] = {}
+            for split in table.plan_changes(after, finish.snapshot, self.columns):
+                by_snapshot.setdefault(split.snapshot, []).append(split)
+            parts += [InputPartition(_Changes(tuple(splits))) for splits in by_snapshot.values()]
         return parts
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
@@ -190,7 +196,7 @@ class StreamReader(DataSourceStreamReader):
                     batch = pa.RecordBatch.from_arrays([kinds, *batch.columns], [ROWKIND, *batch.schema.names])
                 yield to_spark(batch, self.arrow)
             return
-        for batch in table.changes(task.snapshot - 1, task.snapshot, self.columns):
+        for batch in table.read_changes(task.splits):
             if self.changelog:
                 batch = batch.rename_columns([ROWKIND, *batch.schema.names[1:]])
             else:
@@ -226,6 +232,7 @@ if DataSourceStreamArrowWriter is not None:
         def commit(self, messages: Sequence[Any], batchId: int) -> None:  # noqa: N803 (Spark's name)
             table: Table = self.writer.where.open()
             flat = [m for task in messages if task is not None for m in task.messages]
+            self.writer.check_bucket_assignment(table, messages)
             done = table.last_commit_identifier(self.user)
             if done is not None and done >= batchId:
                 table.abort(flat)  # a batch run again after it landed: its first run's files are the table's
