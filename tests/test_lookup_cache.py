@@ -39,7 +39,9 @@ def _key_values(data_type: pa.DataType, ids: list[int]) -> list:
         return [i - KEYS // 2 for i in ids]  # negative keys too
     if pa.types.is_date32(data_type):
         return [datetime.date(2000, 1, 1) + datetime.timedelta(days=i) for i in ids]
-    text = [f"user-{i:06d}" for i in ids]  # a long head shared by all keys
+    # A head all keys share, then more than the 7 bytes a digest holds: K and K + "\0"
+    # (a lookup's bounds) have one digest.
+    text = [f"user-{i:06d}-of-the-table" for i in ids]
     return [t.encode() for t in text] if pa.types.is_binary(data_type) else text
 
 
@@ -81,7 +83,8 @@ def _filters(data_type: pa.DataType) -> list[pc.Expression]:
     filters.append((k >= pa.scalar(between[0], data_type)) & (k < pa.scalar(between[1], data_type)))
     filters.append(k.isin(pa.array(_key_values(data_type, [3, 900, 2999]), data_type)))
     if pa.types.is_string(data_type):
-        filters += [k == "user-0001", k == "", k == "zzz", k == "user-000100\0"]  # absent: a prefix, below, above
+        absent = ["user-0001", "", "zzz", "user-000100-of-the-table\0", "user-000100-of-the-tablf"]
+        filters += [k == a for a in absent]  # a prefix, below all, above all, between two
     return filters
 
 
@@ -113,7 +116,7 @@ def test_lookups_with_and_without_the_cache_equal_the_whole_read_filtered(tmp_pa
 
 def test_a_warm_lookup_reads_less_and_skips_files_without_the_key(tmp_path):
     table = _history(tmp_path / "t", pa.string())
-    expression = pc.field("k") == "user-000700"  # in the compacted file and the update of 7s
+    expression = pc.field("k") == "user-000700-of-the-table"  # in the compacted file and the update of 7s
     set_lookup_cache_size(0)
     off = table.read(filter=expression)
     assert off.read_all().num_rows == 1
@@ -125,7 +128,7 @@ def test_a_warm_lookup_reads_less_and_skips_files_without_the_key(tmp_path):
     assert lookup_cache_stats()["hits"] > hits
     assert warm.stats["bytes_read"] < off.stats["bytes_read"], (warm.stats, off.stats)
     # Another key of the same bucket: no footer and no key column read again.
-    other = table.read(filter=pc.field("k") == "user-000001")
+    other = table.read(filter=pc.field("k") == "user-000001-of-the-table")
     assert other.read_all()["v"].to_pylist() == [21]
     assert other.stats["bytes_read"] < off.stats["bytes_read"], other.stats
 
