@@ -55,6 +55,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(buckets::bucket_ids, m)?)?;
     m.add_function(wrap_pyfunction!(paimon::read_paimon, m)?)?;
     m.add_class::<paimon::PlannedFile>()?;
+    m.add_function(wrap_pyfunction!(paimon::lookup_cache, m)?)?;
     m.add_function(wrap_pyfunction!(buckets::paimon_bucket_ids, m)?)?;
     m.add_function(wrap_pyfunction!(buckets::paimon_row_hashes, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

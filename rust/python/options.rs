@@ -16,6 +16,7 @@ use pyo3::types::PyDict;
 use super::errors::to_py_err;
 use crate::fold::{AggFunction, AggregateField, MergeFunction, SequenceGroup};
 use crate::merge::plan::MergeOptions;
+use crate::read::lookup_cache::LookupCache;
 use crate::read::{KeyBounds, ReadOptions};
 use crate::runs::version::VersionColumns;
 use crate::sort::SortOptions;
@@ -306,6 +307,7 @@ pub(crate) fn read_options(dict: &Bound<'_, PyDict>) -> PyResult<(ReadOptions, V
         batch_size: options.get("batch_size")?,
         columns: options.optional("columns")?,
         threads: options.get("threads")?,
+        cache: Some(LookupCache::global().clone()),
     };
     Ok((read, options.optional("stats")?.unwrap_or_default()))
 }

@@ -14,6 +14,7 @@ use super::gil::guard;
 use super::options::read_options;
 use super::stream::PyStream;
 use crate::error::MergeError;
+use crate::read::lookup_cache::LookupCache;
 use crate::read::{read_sections, DataFile, Fetch};
 
 /// A data file as the plan reads it: its path, the file's column for each column read
@@ -77,6 +78,30 @@ pub(crate) fn read_paimon(
         .collect();
     let stream = guard(py, || read_sections(schema, sections, options))?;
     Ok(PyStream::new(stream).with_extra_stats(stats))
+}
+
+/// The process's lookup cache ([`LookupCache::global`]): its budget set to `max_bytes`
+/// first if given (0 empties it and keeps nothing), then its figures.
+#[pyfunction]
+#[pyo3(signature = (max_bytes = None))]
+pub(crate) fn lookup_cache<'py>(py: Python<'py>, max_bytes: Option<u64>) -> PyResult<Bound<'py, PyDict>> {
+    let cache = LookupCache::global();
+    if let Some(budget) = max_bytes {
+        cache.set_budget(budget);
+    }
+    let stats = cache.stats();
+    let figures = PyDict::new(py);
+    for (name, value) in [
+        ("budget", stats.budget),
+        ("bytes", stats.bytes),
+        ("entries", stats.entries),
+        ("hits", stats.hits),
+        ("misses", stats.misses),
+        ("evictions", stats.evictions),
+    ] {
+        figures.set_item(name, value)?;
+    }
+    Ok(figures)
 }
 
 /// A Python callable returning a file's bytes, called with the GIL taken when the read

@@ -30,7 +30,8 @@ use parquet::file::reader::ChunkReader;
 
 use super::counters::{Counted, ReadCounters};
 use super::key_range::{first_not_below, KeyRange};
-use super::keys_first::{chosen_rows_in_range, chosen_span, narrowed};
+use super::keys_first::{chosen_rows_in_range, chosen_span, narrowed, within};
+use super::lookup_cache::{FileId, LookupCache};
 use crate::error::{MergeError, TABLE_FILE};
 use crate::runs::Run;
 
@@ -72,6 +73,9 @@ pub struct DataFile {
     pub keys_first: bool,
     /// Where the read counts the bytes it reads and the files it skips.
     pub counters: Option<Arc<ReadCounters>>,
+    /// Where a read keys first keeps the file's footer and key digests for the next
+    /// lookup ([`super::lookup_cache`]; local files only).
+    pub cache: Option<Arc<LookupCache>>,
     /// The file is a table's: rows that break the merge's contract (unsorted keys, a
     /// null key) mean the table is damaged, not that the caller's input is wrong; an
     /// error about them names the file (see [`crate::error::blame`]). A caller's file is named by the
@@ -405,17 +409,20 @@ fn open(
 ) -> Result<Option<ParquetRecordBatchReader>, MergeError> {
     let counters = file.counters.clone();
     match &file.fetch {
-        Some(fetch) => decode(Counted::new((fetch.0)()?, counters), file, schema, batch_size),
+        Some(fetch) => decode(Counted::new((fetch.0)()?, counters), None, file, schema, batch_size),
         None => {
             let handle =
                 File::open(&file.path).map_err(|e| damaged(file, &format!("cannot open it ({e})")))?;
-            decode(Counted::new(handle, counters), file, schema, batch_size)
+            let id = file.cache.as_ref().and_then(|_| FileId::of(&file.path, &handle));
+            decode(Counted::new(handle, counters), id, file, schema, batch_size)
         }
     }
 }
 
+/// `id`: the file's identity in its cache, if it has one.
 fn decode<T: ChunkReader + 'static>(
     source: Counted<T>,
+    id: Option<FileId>,
     file: &DataFile,
     schema: &SchemaRef,
     batch_size: usize,
@@ -444,17 +451,34 @@ fn decode<T: ChunkReader + 'static>(
     if let Some((range, name)) = keys_first(file, roots.len()) {
         let all = chosen.unwrap_or_else(|| vec![RowSelector::select(rows as usize)].into());
         let key_root = root(name, schema.field(range.column).name())?;
-        let keys = reader(source.clone(), &metadata, vec![key_root], Some(all.clone()), batch_size)
-            .map_err(|e| damaged(file, &e.to_string()))?;
         let key_type = schema.field(range.column).data_type();
-        let decoded = keys.map(|batch| -> crate::error::Result<ArrayRef> {
-            let column = batch.map_err(|e| damaged(file, &e.to_string()))?.column(0).clone();
-            match column.data_type() == key_type {
-                true => Ok(column),
-                false => arrow_cast::cast(&column, key_type).map_err(|e| damaged(file, &e.to_string())),
-            }
-        });
-        match narrowed(&all, chosen_rows_in_range(decoded, range)?) {
+        let decode_keys = |chosen: Option<RowSelection>| {
+            let keys = reader(source.clone(), &metadata, vec![key_root], chosen, batch_size)
+                .map_err(|e| damaged(file, &e.to_string()))?;
+            Ok::<_, MergeError>(keys.map(move |batch| -> crate::error::Result<ArrayRef> {
+                let column = batch.map_err(|e| damaged(file, &e.to_string()))?.column(0).clone();
+                match column.data_type() == key_type {
+                    true => Ok(column),
+                    false => arrow_cast::cast(&column, key_type).map_err(|e| damaged(file, &e.to_string())),
+                }
+            }))
+        };
+        let cached = match (&file.cache, &id) {
+            (Some(cache), Some(id)) => cache_candidates(cache, id, name, key_type, range, || {
+                let columns = decode_keys(None)?.collect::<crate::error::Result<Vec<_>>>()?;
+                let columns: Vec<&dyn arrow_array::Array> = columns.iter().map(|c| c.as_ref()).collect();
+                match columns.is_empty() {
+                    true => Ok(arrow_array::new_empty_array(key_type)),
+                    false => Ok(arrow_select::concat::concat(&columns)?),
+                }
+            })?,
+            _ => None,
+        };
+        let found = match cached {
+            Some(candidates) => within(&all, candidates, rows),
+            None => narrowed(&all, chosen_rows_in_range(decode_keys(Some(all.clone()))?, range)?),
+        };
+        match found {
             Some(narrowed) => chosen = Some(narrowed),
             None => {
                 if let Some(counters) = &file.counters {
@@ -466,6 +490,21 @@ fn decode<T: ChunkReader + 'static>(
     }
     let reader = reader(source, &metadata, roots, chosen, batch_size);
     reader.map(Some).map_err(|e| damaged(file, &e.to_string()))
+}
+
+/// The file rows that may hold keys of `range`, from the digests of the file's key column
+/// `column` in `cache` (computed from the whole column, decoded by `decode`, on a miss);
+/// `None` when its keys have no digests.
+fn cache_candidates(
+    cache: &LookupCache,
+    id: &FileId,
+    column: &str,
+    key_type: &arrow_schema::DataType,
+    range: &KeyRange,
+    decode: impl FnOnce() -> crate::error::Result<ArrayRef>,
+) -> crate::error::Result<Option<Range<u64>>> {
+    let digests = cache.key_digests(id, column, key_type, decode)?;
+    Ok(digests.and_then(|digests| digests.candidates(range)))
 }
 
 /// The key range and the file's name of the first key column, when `file` is read keys

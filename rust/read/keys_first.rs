@@ -83,6 +83,16 @@ pub(crate) fn narrowed(chosen: &RowSelection, rows: Range<usize>) -> Option<RowS
     Some(chosen.and_then(&selectors.into()))
 }
 
+/// `chosen` (a selection of a file of `rows` rows) keeping only the file rows `span`;
+/// `None` when none is left. The rows a lookup cache's digests give
+/// ([`super::lookup_cache`]) are file rows, deleted ones among them.
+pub(crate) fn within(chosen: &RowSelection, span: Range<u64>, rows: u64) -> Option<RowSelection> {
+    let span = span.start.min(rows) as usize..span.end.min(rows) as usize;
+    let span = RowSelection::from_consecutive_ranges(std::iter::once(span), rows as usize);
+    let kept = chosen.intersection(&span);
+    kept.selects_any().then_some(kept)
+}
+
 /// The file rows from the first chosen one to the last, inclusive (empty: none chosen).
 pub(crate) fn chosen_span(chosen: &RowSelection) -> Range<u64> {
     let (mut position, mut span) = (0u64, None::<Range<u64>>);
@@ -211,6 +221,18 @@ mod tests {
         assert!(narrowed(&chosen, 3..3).is_none());
         let narrowed = narrowed(&chosen, 1..4).unwrap();
         assert_eq!(narrowed.row_count() + narrowed.skipped_row_count(), 10, "it spans the whole file");
+    }
+
+    #[test]
+    fn within_keeps_the_chosen_rows_of_a_span_of_file_rows() {
+        let chosen = selection(&[1, 2, 4, 5, 6, 7], 10);
+        assert_eq!(kept(&within(&chosen, 2..6, 10).unwrap()), [2, 4, 5]);
+        assert_eq!(kept(&within(&chosen, 0..10, 10).unwrap()), [1, 2, 4, 5, 6, 7]);
+        assert!(within(&chosen, 3..4, 10).is_none(), "a deleted row only");
+        assert!(within(&chosen, 8..10, 10).is_none());
+        assert!(within(&chosen, 5..5, 10).is_none());
+        let kept_rows = within(&chosen, 6..20, 10).unwrap();
+        assert_eq!(kept_rows.row_count() + kept_rows.skipped_row_count(), 10, "it spans the whole file");
     }
 
     #[test]

@@ -6,6 +6,8 @@
 //! - `keys_first`: for a filter's narrow key range, a file's key column decoded first
 //!   and its other columns only for the rows in the range;
 //! - `counters`: the bytes of data files the read took, and the files it skipped;
+//! - [`lookup_cache`]: footers and key digests of the files lookups met, kept for the
+//!   next lookup within a byte budget;
 //! - `slices`: a section cut into key ranges (`key_range`), so that one bucket merges
 //!   on every thread;
 //! - `groups`: the independent merges (sections, slices) read as one stream;
@@ -18,6 +20,7 @@ pub(crate) mod files;
 pub(crate) mod groups;
 mod key_range;
 mod keys_first;
+pub mod lookup_cache;
 pub(crate) mod prefetch;
 pub(crate) mod slices;
 pub mod system_columns;
@@ -39,6 +42,7 @@ use counters::ReadCounters;
 pub use files::{parquet_file, run_of_files, run_of_parquet, DataFile, Fetch};
 use groups::{merge_groups, GroupOptions};
 use key_range::KeyRange;
+use lookup_cache::LookupCache;
 pub use prefetch::Prefetch;
 use slices::{groups_of_sections, narrow_runs};
 
@@ -63,6 +67,9 @@ pub struct ReadOptions {
     /// Only keys whose first column lies in these bounds are wanted (a filter's): each
     /// file is read only where its page or row-group statistics say such keys may be.
     pub key_range: Option<KeyBounds>,
+    /// Where a read with a `key_range` keeps its files' footers and key digests for the
+    /// next one, and finds them (none: each read decodes its files' key pages).
+    pub cache: Option<Arc<LookupCache>>,
 }
 
 /// Bounds of the first key column, each a one-value array (`None`: unbounded): at least
@@ -87,6 +94,7 @@ impl ReadOptions {
             columns: None,
             threads: 1,
             key_range: None,
+            cache: None,
         }
     }
 }
@@ -102,7 +110,8 @@ pub fn read_sections(
     sections: Vec<Vec<Vec<DataFile>>>,
     options: ReadOptions,
 ) -> Result<MergeStream> {
-    let ReadOptions { key, sequence, descending, merge, batch_size, columns, threads, key_range } = options;
+    let ReadOptions { key, sequence, descending, merge, batch_size, columns, threads, key_range, cache } =
+        options;
     let versions = VersionColumns {
         sequence,
         descending,
@@ -111,7 +120,11 @@ pub fn read_sections(
     };
     let first_key = key.first().and_then(|k| schema.index_of(k).ok());
     let counters = Arc::new(ReadCounters::default());
-    let counted = |file: DataFile| DataFile { counters: Some(counters.clone()), ..file };
+    // Only a narrow read keeps what it met: a whole read would fill the cache with
+    // files no lookup may come back to.
+    let cache = cache.filter(|_| key_range.is_some());
+    let counted =
+        |file: DataFile| DataFile { counters: Some(counters.clone()), cache: cache.clone(), ..file };
     let sections: Vec<Vec<Vec<DataFile>>> = sections
         .into_iter()
         .map(|runs| runs.into_iter().map(|files| files.into_iter().map(counted).collect()).collect())

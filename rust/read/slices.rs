@@ -32,6 +32,7 @@ use super::counters::Counted;
 use super::files::{run_of_files, with_page_index, DataFile, SharedZones, Side};
 use super::groups::read_ahead_share;
 use super::key_range::{comparator, KeyRange};
+use super::lookup_cache::FileId;
 use crate::error::Result;
 use crate::runs::Run;
 
@@ -222,11 +223,24 @@ fn zones_of(file: &mut DataFile, key_type: &DataType, key: usize) -> Option<Zone
         return None;
     }
     if file.metadata.is_none() {
-        let handle = Counted::new(File::open(&file.path).ok()?, file.counters.clone());
-        file.metadata = Some(ArrowReaderMetadata::load(&handle, with_page_index()).ok()?);
+        file.metadata = Some(footer(file)?);
     }
     let metadata = file.metadata.as_ref()?;
     Zones::of(metadata, file.columns[key].as_deref()?, key_type)
+}
+
+/// A local file's footer with its page index: from the file's cache if it has one.
+fn footer(file: &DataFile) -> Option<ArrowReaderMetadata> {
+    let handle = File::open(&file.path).ok()?;
+    let id = file.cache.as_ref().and_then(|_| FileId::of(&file.path, &handle));
+    let load = || -> Result<ArrowReaderMetadata> {
+        ArrowReaderMetadata::load(&Counted::new(handle, file.counters.clone()), with_page_index())
+            .map_err(|e| crate::error::MergeError::CorruptTable(e.to_string()))
+    };
+    match (&file.cache, id) {
+        (Some(cache), Some(id)) => cache.footer(&id, load).ok(),
+        _ => load().ok(),
+    }
 }
 
 /// The runs of one merge narrowed to the keys of `range` (a filter's): of each file, the

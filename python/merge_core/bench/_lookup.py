@@ -3,17 +3,26 @@ commits into an 8-bucket table, and a batch of keys each read on its own with a 
 `uuid = key` by merge-core, pypaimon-rust, pypaimon with `read.native.enabled` and
 pypaimon in Python. merge-core reads one bucket (the key's hash) and of each of its
 files only the pages whose statistics may hold the key; the figures say how many of the
-stored rows its merges took in."""
+stored rows its merges took in, and what share of the table's bytes a lookup read.
+
+merge-core keeps a per-process lookup cache (``merge_core.paimon.set_lookup_cache_size``):
+each data file's footer and key digests, so that a warm lookup reads no key column of a
+file that cannot hold its key. It is timed three ways: warm (the cache filled by an
+untimed pass over the same keys), cold (the cache emptied before every lookup: each
+lookup builds its bucket's entries, reading the files' whole key columns), and with the
+cache turned off (each lookup decodes its files' candidate key pages)."""
 
 from __future__ import annotations
 
 import os
 import random
+from collections.abc import Callable
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 import merge_core as mc
+from merge_core.paimon import set_lookup_cache_size
 
 from ._inputs import Inputs
 from ._measure import Peer, Section, missing, progress, same_rows, time_peers
@@ -21,18 +30,43 @@ from ._table import BUCKETS, pypaimon_contest
 from ._upsert import planned_files
 
 LOOKUPS = 20  # keys per timed run: one lookup is too short to time alone
+CACHE_SIZE = 128 << 20  # the lookup cache's default size
+SHARE = "bytes read per lookup (of the table's)"
 
 
-def merge_core_lookups(table: mc.Table, keys: list[str], stats: dict[str, int]) -> pa.Table:
-    """The keys' rows; ``stats`` gets this run's rows merged and files read."""
-    stats.update(rows_in=0, files_read=0)
+def merge_core_lookups(table: mc.Table, keys: list[str], stats: dict[str, list[int]], cold: bool = False) -> pa.Table:
+    """The keys' rows; ``stats`` gets this run's rows merged, files read and bytes read,
+    lookup by lookup. ``cold``: the lookup cache is emptied before each lookup."""
+    stats.update(rows_in=[], files_read=[], bytes_read=[])
     parts = []
     for key in keys:
+        if cold:
+            set_lookup_cache_size(0)
+            set_lookup_cache_size(CACHE_SIZE)
         stream = table.read(filter=pc.field("uuid") == key)
         parts.append(stream.read_all())
-        stats["rows_in"] += stream.stats["rows_in"]
-        stats["files_read"] += stream.stats["files_read"]
+        for name in stats:
+            stats[name].append(stream.stats[name])
     return pa.concat_tables(parts)
+
+
+def with_cache_size(size: int, run: Callable[[], pa.Table]) -> Callable[[], pa.Table]:
+    """``run`` with the lookup cache's size set to ``size`` for its time."""
+
+    def sized() -> pa.Table:
+        set_lookup_cache_size(size)
+        try:
+            return run()
+        finally:
+            set_lookup_cache_size(CACHE_SIZE)
+
+    return sized
+
+
+def read_share(stats: dict[str, list[int]], table_bytes: int) -> str:
+    """The bytes a lookup read, as a share of the table's: mean and most."""
+    shares = [b / table_bytes for b in stats["bytes_read"]] or [0.0]
+    return f"{sum(shares) / len(shares):.2%} (most {max(shares):.2%})"
 
 
 def pypaimon_rust_lookups(warehouse: str, keys: list[str]) -> pa.Table:
@@ -68,9 +102,18 @@ def run(folder: str, inputs: Inputs, repeat: int) -> Section:
     uuids = ours.read(columns=["uuid"]).read_all()["uuid"].to_pylist()
     keys = random.Random(7).sample(uuids, LOOKUPS)
     progress(f"  {LOOKUPS} keys of {len(uuids):,}, {stored:,} stored rows in {files} files")
-    counted = {"rows_in": 0, "files_read": 0}
+    table_bytes = sum(os.path.getsize(f.path) for f in planned)
+    warm, cold, uncached = ({} for _ in range(3))
+
+    def warm_lookups() -> pa.Table:
+        return merge_core_lookups(ours, keys, warm)
+
+    set_lookup_cache_size(CACHE_SIZE)
+    warm_lookups()  # fills the cache, untimed
     peers = [
-        Peer("merge-core Table.read(filter=)", lambda: merge_core_lookups(ours, keys, counted)),
+        Peer("merge-core Table.read(filter=), warm cache", warm_lookups),
+        Peer("merge-core, cold cache (emptied before each lookup)", lambda: merge_core_lookups(ours, keys, cold, True)),
+        Peer("merge-core, cache off", with_cache_size(0, lambda: merge_core_lookups(ours, keys, uncached))),
         Peer("pypaimon-rust with_filter", lambda: pypaimon_rust_lookups(warehouse, keys), "pypaimon_rust"),
         Peer(
             "pypaimon read.native.enabled with_filter",
@@ -79,17 +122,25 @@ def run(folder: str, inputs: Inputs, repeat: int) -> Section:
         Peer("pypaimon (Python) with_filter", lambda: pypaimon_lookups(theirs, keys), repeat=1),
     ]
     runs = time_peers(peers, repeat, LOOKUPS, lambda a, b: same_rows(a, b, order_by="uuid"))
-    merged, files_read = counted["rows_in"] / LOOKUPS, counted["files_read"] / LOOKUPS
+    for run, stats in zip(runs[:3], (warm, cold, uncached), strict=True):  # merge-core's three
+        if stats.get("bytes_read"):
+            run.extra[SHARE] = read_share(stats, table_bytes)
+    merged, files_read = sum(warm["rows_in"]) / LOOKUPS, sum(warm["files_read"]) / LOOKUPS
     return Section(
         "lookup",
         "Point lookups in a Paimon table: merge-core, pypaimon, pypaimon-rust",
         [
-            f"The contest versions ({stored:,} rows in {files} files) written by pypaimon as {len(paths)} commits into"
-            f" an {BUCKETS}-bucket Paimon table; {LOOKUPS} keys drawn at random, each read on its own with a filter"
-            " `uuid = key` (the rows column counts lookups). Ratios are to merge-core's.",
+            f"The contest versions ({stored:,} rows in {files} files, {table_bytes / 2**20:,.1f} MiB) written by"
+            f" pypaimon as {len(paths)} commits into an {BUCKETS}-bucket Paimon table; {LOOKUPS} keys drawn at random,"
+            " each read on its own with a filter `uuid = key` (the rows column counts lookups). Ratios are to"
+            " merge-core's with a warm lookup cache.",
             f"merge-core merged {merged:,.0f} stored rows per lookup ({merged / stored:.4%} of the table), reading"
-            f" {files_read:.1f} files of one bucket: the key's hash"
-            " picks the bucket, and each file's page index the pages that may hold the key.",
+            f" {files_read:.1f} files of one bucket: the key's hash picks the bucket, each file's page index the"
+            " pages that may hold the key, and (cache on) its key digests whether the file holds it at all.",
+            f"The lookup cache ({CACHE_SIZE >> 20} MiB) keeps each file's footer and an 8-byte digest of each row's"
+            " key. Cold, a lookup reads its bucket's whole key columns to build them; warm, it reads no key column"
+            " of a file that cannot hold the key.",
         ],
         runs,
+        extra_columns=[SHARE],
     )

@@ -15,6 +15,7 @@ from ._catalog import Catalog
 from ._changes import ROW_KIND
 from ._commit import CommitMessage, summary
 from ._compact import CompactTask
+from ._lookup_cache import lookup_cache_stats, set_lookup_cache_size
 from ._merge_options import PaimonMerge, merge_from_paimon_options, paimon_options
 from ._plan import FileRead, Plan, Section, Split
 from ._table import Table
@@ -35,4 +36,6 @@ __all__ = [
     "PaimonMerge",
     "merge_from_paimon_options",
     "paimon_options",
+    "set_lookup_cache_size",
+    "lookup_cache_stats",
 ]

@@ -1,0 +1,186 @@
+"""The per-process lookup cache (``merge_core.paimon.set_lookup_cache_size``): each data
+file's footer and key digests, kept for the next lookup. A lookup answers the same with
+the cache on (cold and warm) and off as the whole table read and filtered afterwards, for
+every key type a read narrows by, with keys absent, keys in several files and levels,
+and deleted keys; the cache stays within its budget; a file replaced at its path is
+never answered from its predecessor's entry."""
+
+from __future__ import annotations
+
+import datetime
+import os
+import shutil
+
+import merge_core as mc
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+from merge_core.errors import InvalidInputError
+from merge_core.paimon import lookup_cache_stats, set_lookup_cache_size
+
+DEFAULT = 128 << 20
+KEYS = 3000
+
+
+@pytest.fixture(autouse=True)
+def default_cache():
+    """Each test starts with an empty cache of the default size, and leaves one."""
+    set_lookup_cache_size(0)
+    set_lookup_cache_size(DEFAULT)
+    yield
+    set_lookup_cache_size(0)
+    set_lookup_cache_size(DEFAULT)
+
+
+def _key_values(data_type: pa.DataType, ids: list[int]) -> list:
+    """Keys of `data_type` that sort as `ids` do (ids below 10**6)."""
+    if pa.types.is_integer(data_type):
+        return [i - KEYS // 2 for i in ids]  # negative keys too
+    if pa.types.is_date32(data_type):
+        return [datetime.date(2000, 1, 1) + datetime.timedelta(days=i) for i in ids]
+    # A head all keys share, then more than the 7 bytes a digest holds: K and K + "\0"
+    # (a lookup's bounds) have one digest.
+    text = [f"user-{i:06d}-of-the-table" for i in ids]
+    return [t.encode() for t in text] if pa.types.is_binary(data_type) else text
+
+
+def _rows(data_type: pa.DataType, ids: list[int], version: int) -> pa.Table:
+    return pa.table(
+        {
+            "k": pa.array(_key_values(data_type, ids), data_type),
+            "v": [i * 10 + version for i in ids],
+            "s": [f"{i}-{version}" * 3 for i in ids],
+        }
+    )
+
+
+def _history(path, data_type: pa.DataType) -> mc.Table:
+    """Two buckets; interleaved commits, a compaction (files at a higher level), then
+    updates and deletes above it: keys in several files and levels, some deleted."""
+    schema = pa.schema([pa.field("k", data_type, False), ("v", pa.int64()), ("s", pa.string())])
+    table = mc.Table.create(path, schema, key="k", buckets=2)
+    for c in range(3):
+        table.write(_rows(data_type, list(range(c, KEYS, 3)), c))
+    table.compact(full=True)
+    table.write(_rows(data_type, list(range(0, KEYS, 7)), 7))
+    table.write(_rows(data_type, list(range(1, KEYS, 11)), 11))
+    deleted = list(range(5, KEYS, 13))
+    table.delete(pa.table({"k": pa.array(_key_values(data_type, deleted), data_type)}))
+    return table
+
+
+def _probes(data_type: pa.DataType) -> list[int]:
+    """Ids to look up: present once, updated, deleted, and (by id) absent."""
+    return [0, 1, 2, 7, 11, 5, 13 * 5 + 5, KEYS // 2, KEYS - 1, KEYS, KEYS + 50]
+
+
+def _filters(data_type: pa.DataType) -> list[pc.Expression]:
+    values = _key_values(data_type, _probes(data_type))
+    k = pc.field("k")
+    filters = [k == pa.scalar(v, data_type) for v in values]
+    between = _key_values(data_type, [100, 140])
+    filters.append((k >= pa.scalar(between[0], data_type)) & (k < pa.scalar(between[1], data_type)))
+    filters.append(k.isin(pa.array(_key_values(data_type, [3, 900, 2999]), data_type)))
+    if pa.types.is_string(data_type):
+        absent = ["user-0001", "", "zzz", "user-000100-of-the-table\0", "user-000100-of-the-tablf"]
+        filters += [k == a for a in absent]  # a prefix, below all, above all, between two
+    return filters
+
+
+def _sorted(table: pa.Table) -> list[dict]:
+    return sorted(table.to_pylist(), key=lambda r: r["k"])
+
+
+KEY_TYPES = [pa.int16(), pa.int32(), pa.int64(), pa.date32(), pa.string(), pa.binary()]
+
+
+@pytest.mark.parametrize("data_type", KEY_TYPES, ids=str)
+def test_lookups_with_and_without_the_cache_equal_the_whole_read_filtered(tmp_path, data_type):
+    table = _history(tmp_path / "t", data_type)
+    whole = table.read().read_all()
+    assert whole.num_rows == KEYS - len(range(5, KEYS, 13))
+    for expression in _filters(data_type):
+        want = _sorted(whole.filter(expression))
+        set_lookup_cache_size(0)
+        off = table.read(filter=expression).read_all()
+        set_lookup_cache_size(DEFAULT)
+        cold = table.read(filter=expression).read_all()
+        warm = table.read(filter=expression)
+        assert _sorted(off) == want, expression
+        assert _sorted(cold) == want, expression
+        assert _sorted(warm.read_all()) == want, expression
+    stats = lookup_cache_stats()
+    assert stats["hits"] > 0 and stats["entries"] > 0, stats
+
+
+def test_a_warm_lookup_reads_less_and_skips_files_without_the_key(tmp_path):
+    table = _history(tmp_path / "t", pa.string())
+    expression = pc.field("k") == "user-000700-of-the-table"  # in the compacted file and the update of 7s
+    set_lookup_cache_size(0)
+    off = table.read(filter=expression)
+    assert off.read_all().num_rows == 1
+    set_lookup_cache_size(DEFAULT)
+    table.read(filter=expression).read_all()  # cold: fills the cache
+    hits = lookup_cache_stats()["hits"]
+    warm = table.read(filter=expression)
+    assert warm.read_all().num_rows == 1
+    assert lookup_cache_stats()["hits"] > hits
+    assert warm.stats["bytes_read"] < off.stats["bytes_read"], (warm.stats, off.stats)
+    # Another key of the same bucket: no footer and no key column read again.
+    other = table.read(filter=pc.field("k") == "user-000001-of-the-table")
+    assert other.read_all()["v"].to_pylist() == [21]
+    assert other.stats["bytes_read"] < off.stats["bytes_read"], other.stats
+
+
+def test_the_cache_stays_within_its_budget(tmp_path):
+    table = _history(tmp_path / "t", pa.int64())
+    set_lookup_cache_size(0)
+    set_lookup_cache_size(DEFAULT)
+    for i in range(0, KEYS, 97):
+        table.read(filter=pc.field("k") == i - KEYS // 2).read_all()
+    full = lookup_cache_stats()
+    assert full["entries"] >= 8, full  # every file's footer and digests, both buckets
+    budget = full["bytes"] // 3
+    set_lookup_cache_size(budget)
+    assert lookup_cache_stats()["bytes"] <= budget
+    whole = table.read().read_all()
+    for i in range(0, KEYS, 31):
+        key = i - KEYS // 2
+        got = table.read(filter=pc.field("k") == key).read_all()
+        assert _sorted(got) == _sorted(whole.filter(pc.field("k") == key))
+        stats = lookup_cache_stats()
+        assert 0 < stats["bytes"] <= budget, stats
+    assert lookup_cache_stats()["evictions"] > full["evictions"]
+
+
+def test_a_file_rewritten_at_its_path_is_never_served_stale(tmp_path):
+    """The data file of a one-file table is replaced by another table's (other keys at
+    other rows, another layout) at the same path, its modification time set back: the
+    lookup answers from the new file."""
+    schema = pa.schema([pa.field("k", pa.int64(), False), ("v", pa.int64()), ("s", pa.string())])
+    ids = list(range(0, 2000))
+
+    def one_file_table(path, keys: list[int], sign: int) -> tuple[mc.Table, str]:
+        table = mc.Table.create(path, schema, key="k", buckets=1)
+        table.write(pa.table({"k": keys, "v": [sign * k for k in keys], "s": [f"{k}" * (k % 5) for k in keys]}))
+        (data_file,) = [f.path for split in table.plan() for s in split.sections for run in s.runs for f in run]
+        return table, data_file
+
+    table, path = one_file_table(tmp_path / "a", ids, 1)
+    _, replacement = one_file_table(tmp_path / "b", [2 * i for i in ids], -1)
+    assert table.read(filter=pc.field("k") == 500).read_all()["v"].to_pylist() == [500]
+    assert table.read(filter=pc.field("k") == 500).read_all()["v"].to_pylist() == [500]  # warm
+    before = os.stat(path)
+    shutil.copyfile(replacement, path)  # the same inode, rewritten
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert pq.read_table(path)["k"][250].as_py() == 500
+    assert table.read(filter=pc.field("k") == 500).read_all()["v"].to_pylist() == [-500]
+    assert table.read(filter=pc.field("k") == 1998).read_all()["v"].to_pylist() == [-1998]
+
+
+@pytest.mark.parametrize("size", [-1, 1.5, "1MiB", True, None])
+def test_a_bad_cache_size_is_refused(size):
+    with pytest.raises(InvalidInputError, match="lookup cache"):
+        set_lookup_cache_size(size)
+    assert lookup_cache_stats()["budget"] == DEFAULT
