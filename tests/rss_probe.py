@@ -107,7 +107,9 @@ def read_table(size: int, kind: str, key: list[str], step: str, runs: int) -> No
     with tempfile.TemporaryDirectory() as folder:
         generated = batches(size, kind)
         first = next(generated)
-        table = mc.Table.create(os.path.join(folder, "t"), first.schema, key=key, buckets=1)
+        # write-only: the runs stay as written (a fifth write would compact, as Paimon's writer does)
+        options = {"write-only": "true"}
+        table = mc.Table.create(os.path.join(folder, "t"), first.schema, key=key, buckets=1, options=options)
         commits = [[] for _ in range(runs)]
         for i, batch in enumerate(itertools.chain([first], generated)):
             commits[i % runs].append(batch)
