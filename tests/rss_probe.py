@@ -103,7 +103,8 @@ def write_table(limit: int, kind: str, key: list[str]) -> None:
 def read_table(size: int, kind: str, key: list[str], step: str, runs: int) -> None:
     """A one-bucket table of ``runs`` commits holding ``size`` bytes of generated rows in
     all, then read whole on one thread (``read``: each batch dropped once counted) or
-    fully compacted (``compact``), measured from a high-water mark reset after writing."""
+    fully compacted on one thread (``compact``), measured from a high-water mark reset
+    after writing."""
     with tempfile.TemporaryDirectory() as folder:
         generated = batches(size, kind)
         first = next(generated)
@@ -123,10 +124,10 @@ def read_table(size: int, kind: str, key: list[str], step: str, runs: int) -> No
         if step == "read":
             measure(table.read(batch_size=8192, threads=1), key, base)
             return
-        table.compact(full=True)
+        merged = table.compact(full=True, threads=1)["files_merged"]
         peak = peak_rss()
         rows = sum(f["rows"] for f in table.files())
-        print(json.dumps({"rows": rows, "peak_over_base": peak - base, "files": len(table.files())}))
+        print(json.dumps({"rows": rows, "peak_over_base": peak - base, "files": len(table.files()), "runs": merged}))
 
 
 def measure(stream, key: list[str], base: int) -> None:

@@ -15,8 +15,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from merge_core.paimon._table import COMPACT_BATCH_ROWS
+from merge_core.paimon._write import ENCODE_MEMORY
 
 MIB = 1 << 20
+ROW_GROUP_SHARE = ENCODE_MEMORY // 4  # the row group a compaction's file gathers and encodes
 
 
 def probe(limit: int, kind: str, key: str, *mode: str) -> dict:
@@ -145,9 +148,9 @@ def test_no_batch_of_an_iterable_is_held_once_taken(tmp_path):
     assert alive and not any(alive), alive
 
 
-def probe_read(size: int, runs: int) -> dict:
+def probe_read(size: int, runs: int, step: str = "read") -> dict:
     script = os.path.join(os.path.dirname(__file__), "rss_probe.py")
-    command = [sys.executable, script, str(size), "str", "k", "read", str(runs)]
+    command = [sys.executable, script, str(size), "str", "k", step, str(runs)]
     result = subprocess.run(command, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
@@ -165,3 +168,20 @@ def test_a_tables_read_holds_a_few_batches_per_run_whatever_its_size():
     assert large["rows"] == 4 * small["rows"]
     assert large["peak_over_base"] <= 1.15 * small["peak_over_base"] + 4 * MIB, (small, large)
     assert large["peak_over_base"] <= runs * 4 * batch_bytes + 24 * MIB, large
+
+
+def test_a_full_compaction_holds_a_few_batches_per_run_whatever_its_size():
+    """A compaction's merge holds, for each run, the batch its cursor stands in and the
+    one before it (decoded into buffers up to twice their rows), a few merged batches
+    (one being built, one ready, one the writer takes) and the row group being encoded:
+    bounded by the runs and the batch size, not by the rows (docs/memory.md). Before, its
+    merge read 65,536-row batches and kept up to 128 MiB of output ready for the slower
+    writer: 150 and 258 MiB at these sizes, growing with the rows."""
+    runs, batch_bytes = 8, COMPACT_BATCH_ROWS * (8 + 124 + 8 + 1)
+    small, large = probe_read(64 * MIB, runs, "compact"), probe_read(256 * MIB, runs, "compact")
+    assert small["runs"] == large["runs"] == runs
+    assert small["files"] == large["files"] == 1
+    assert large["rows"] == 4 * small["rows"]
+    assert large["peak_over_base"] <= 1.15 * small["peak_over_base"] + 4 * MIB, (small, large)
+    bound = runs * 4 * batch_bytes + 4 * batch_bytes + ROW_GROUP_SHARE
+    assert large["peak_over_base"] <= bound + 40 * MIB, large

@@ -57,6 +57,7 @@ class ReadOptions(TypedDict):
     columns: list[str]
     threads: int
     stats: list[tuple[str, int]]  # the plan's figures, reported in the stream's stats
+    read_ahead: int | None  # bytes of merged batches each merge may hold ready (None: a share of 128 MiB)
 
 class PlannedFile:
     """A data file as the plan reads it (``deleted``: positions, little-endian u64s)."""

@@ -295,8 +295,18 @@ pub(crate) fn sort_options(py: Python<'_>, dict: &Bound<'_, PyDict>) -> PyResult
 /// `_native.read_paimon`'s options, and the figures of the plan the stream reports beside
 /// its own (`stats`).
 pub(crate) fn read_options(dict: &Bound<'_, PyDict>) -> PyResult<(ReadOptions, Vec<(String, u64)>)> {
-    const KNOWN: &[&str] =
-        &["key", "sequence", "descending", "merge", "batch_size", "columns", "threads", "stats", "key_range"];
+    const KNOWN: &[&str] = &[
+        "key",
+        "sequence",
+        "descending",
+        "merge",
+        "batch_size",
+        "columns",
+        "threads",
+        "stats",
+        "key_range",
+        "read_ahead",
+    ];
     let options = Options::new(dict, "read_paimon", KNOWN)?;
     let read = ReadOptions {
         key_range: options.key_range()?,
@@ -308,6 +318,7 @@ pub(crate) fn read_options(dict: &Bound<'_, PyDict>) -> PyResult<(ReadOptions, V
         columns: options.optional("columns")?,
         threads: options.get("threads")?,
         cache: Some(LookupCache::global().clone()),
+        read_ahead: options.optional("read_ahead")?,
     };
     Ok((read, options.optional("stats")?.unwrap_or_default()))
 }

@@ -39,6 +39,9 @@ pub struct GroupOptions {
     pub threads: usize,
     /// Each run holds a key at most once (as [`crate::merge`] asks of runs it folds).
     pub strict: bool,
+    /// Bytes of output each group may have ready (one batch at least); `None`: its
+    /// share of `READ_AHEAD_BYTES` (`read_ahead_share`).
+    pub read_ahead: Option<usize>,
 }
 
 /// Bytes of merged batches the workers merging ahead of the group being read may have
@@ -64,6 +67,7 @@ pub fn merge_groups(schema: SchemaRef, groups: Vec<Vec<Run>>, options: GroupOpti
         pending: groups.into(),
         in_flight: VecDeque::new(),
         threads,
+        read_ahead: options.read_ahead.unwrap_or_else(|| read_ahead_share(threads)),
         strict: options.strict,
         merge: options.merge,
         output: output.clone(),
@@ -79,6 +83,8 @@ struct Groups {
     /// The outputs of the groups being merged, oldest first.
     in_flight: VecDeque<Receiver>,
     threads: usize,
+    /// Bytes of output each group may have ready.
+    read_ahead: usize,
     strict: bool,
     merge: MergeOptions,
     output: SchemaRef,
@@ -108,7 +114,7 @@ impl Groups {
             Some(prefetch) => runs.into_iter().map(|run| prefetch.run(run)).collect(),
             None => runs,
         };
-        let (sender, receiver) = handoff(read_ahead_share(self.threads));
+        let (sender, receiver) = handoff(self.read_ahead);
         let (merge, stats, declared) = (self.merge.clone(), self.stats.clone(), self.output.clone());
         let strict = self.strict;
         let worker = move || {

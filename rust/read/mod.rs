@@ -70,6 +70,11 @@ pub struct ReadOptions {
     /// Where a read with a `key_range` keeps its files' footers and key digests for the
     /// next one, and finds them (none: each read decodes its files' key pages).
     pub cache: Option<Arc<LookupCache>>,
+    /// Bytes of merged batches each merge may have ready for the reader (one batch at
+    /// least). `None`: a share of 128 MiB (`READ_AHEAD_BYTES`), so that merges ahead of
+    /// the reader's turn keep their threads busy. A reader slower than the merge (a
+    /// compaction writing its file) fills whatever it is given: `Some(0)` keeps one.
+    pub read_ahead: Option<usize>,
 }
 
 /// Bounds of the first key column, each a one-value array (`None`: unbounded): at least
@@ -95,6 +100,7 @@ impl ReadOptions {
             threads: 1,
             key_range: None,
             cache: None,
+            read_ahead: None,
         }
     }
 }
@@ -110,8 +116,18 @@ pub fn read_sections(
     sections: Vec<Vec<Vec<DataFile>>>,
     options: ReadOptions,
 ) -> Result<MergeStream> {
-    let ReadOptions { key, sequence, descending, merge, batch_size, columns, threads, key_range, cache } =
-        options;
+    let ReadOptions {
+        key,
+        sequence,
+        descending,
+        merge,
+        batch_size,
+        columns,
+        threads,
+        key_range,
+        cache,
+        read_ahead,
+    } = options;
     let versions = VersionColumns {
         sequence,
         descending,
@@ -139,7 +155,7 @@ pub fn read_sections(
     let merge = MergeOptions { key, versions, merge, algorithm: Algorithm::LoserTree, batch_size, columns };
     let groups = groups_of_sections(&schema, sections, first_key, threads, batch_size);
     // A table's runs may hold a key more than once (see `MergeFunction::for_partial_run`).
-    let stream = merge_groups(schema, groups, GroupOptions { merge, threads, strict: false })?;
+    let stream = merge_groups(schema, groups, GroupOptions { merge, threads, strict: false, read_ahead })?;
     Ok(stream.with_read_counters(counters))
 }
 
@@ -167,5 +183,5 @@ pub fn merge_parquet_files(
     let runs = vec![files.into_iter().map(|f| vec![f]).collect()];
     let groups = groups_of_sections(&schema, runs, first_key, threads, batch_size);
     let strict = options.merge.folds();
-    merge_groups(schema, groups, GroupOptions { merge: options, threads, strict })
+    merge_groups(schema, groups, GroupOptions { merge: options, threads, strict, read_ahead: None })
 }
