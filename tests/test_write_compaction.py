@@ -48,6 +48,17 @@ def write_and_check(table: mc.Table, rows: list[dict]) -> int | None:
     return level
 
 
+def write_commits(table: mc.Table, commits: range) -> dict:
+    """Writes each commit's generated rows (30 of them, with row kinds) as one write; the
+    model of the rows the table then holds."""
+    model: dict = {}
+    for c in commits:
+        rows = commit_rows(c, 30)
+        table.write(pa.Table.from_pylist(rows, schema=KIND_SCHEMA), row_kind=KIND)
+        apply(model, rows, "deduplicate")
+    return model
+
+
 def test_writes_compact_as_the_pick_says(tmp_path):
     root = tmp_path / "db.db" / "t"
     table = mc.Table.create(
@@ -93,11 +104,7 @@ def test_write_only_leaves_level_zero_to_compact(tmp_path, option, dv):
     if dv:
         options["deletion-vectors.enabled"] = "true"
     table = mc.Table.create(root, SCHEMA, key="k", buckets=1, options=options)
-    model: dict = {}
-    for c in range(1, 7):
-        rows = commit_rows(c, 30)
-        table.write(pa.Table.from_pylist(rows, schema=KIND_SCHEMA), row_kind=KIND)
-        apply(model, rows, "deduplicate")
+    model = write_commits(table, range(1, 7))
     assert [table.snapshot(s).commit_kind for s in table.snapshots()] == ["APPEND"] * 6
     assert [f["level"] for f in table.files()] == [0] * 6
     mine, theirs, rust = peers(root)
@@ -176,11 +183,7 @@ def test_a_write_whose_compaction_loses_the_race_still_lands(tmp_path):
     root = tmp_path / "db.db" / "t"
     options = {"num-sorted-run.compaction-trigger": "2", "write-only": "true"}
     table = mc.Table.create(root, SCHEMA, key="k", buckets=1, options=options)
-    model: dict = {}
-    for c in range(1, 3):
-        rows = commit_rows(c, 30)
-        table.write(pa.Table.from_pylist(rows, schema=KIND_SCHEMA), row_kind=KIND)
-        apply(model, rows, "deduplicate")
+    model = write_commits(table, range(1, 3))
     table.set_options({"write-only": "false"})
     rows = commit_rows(3, 30)
     with table.new_write(row_kind=KIND) as write:
