@@ -121,6 +121,7 @@ def test_every_native_export_is_public():
     # used by mc.merge and the tables
     wrapped = {
         "merge",
+        "lookup_cache",
         "bucket_ids",
         "read_paimon",
         "PlannedFile",
