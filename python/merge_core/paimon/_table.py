@@ -516,7 +516,7 @@ class Table:
         latest = None if overwrite else latest_snapshot_id(self._root)
         snap = None if latest is None else self.snapshot(latest)
         planner = self._full_planner(snap or _no_snapshot(self._schema), self._schema)
-        live = [] if snap is None else live_files(self._root, snap)
+        live = [] if snap is None else self._live_files(snap)
         changelog = None
         if not overwrite:  # an overwrite's writer makes no changelog, as Paimon's (ignorePreviousFiles)
             changelog = ChangelogIo(
