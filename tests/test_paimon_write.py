@@ -251,11 +251,11 @@ def test_a_file_failing_on_an_encoding_thread_leaves_no_file(tmp_path, monkeypat
     files = sorted(root.rglob("*"))
     encode, calls = write.DataFileWriter._encode, []
 
-    def third_fails(self, before, data):
+    def third_fails(self, *step):
         calls.append(self.path)
         if len(calls) == 3:
             raise OSError(28, "No space left on device")
-        return encode(self, before, data)
+        return encode(self, *step)
 
     monkeypatch.setattr(write.DataFileWriter, "_encode", third_fails)
     rows = pa.table({"k": list(range(100)), "p": ["a"] * 100, "v": list(range(100)), "ts": [0] * 100})

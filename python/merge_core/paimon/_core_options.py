@@ -649,10 +649,18 @@ OPTIONS: tuple[CoreOption, ...] = _options(
         "target-file-size",
         _memory,
         A,
-        A,
-        "file sizes (merge-core writes one file per bucket and commit, and one per compaction)",
+        H,
+        "a write's level-0 files and a compaction's run go on in a new file once a file is this long (its "
+        "encoded length, estimated while its rows are encoded; 128 mb by default)",
     ),
-    ("target-file-row-num", _long, A, A, "file sizes (merge-core writes one file per bucket and commit)"),
+    (
+        "target-file-row-num",
+        _long,
+        A,
+        H,
+        "a write's level-0 files go on in a new file at this many rows too (a compaction rolls by size only, as "
+        "Paimon's)",
+    ),
     ("write-buffer-size", _memory, A, A, WRITER_MEMORY),
     ("write-buffer-spill.max-disk-size", _memory, A, A, WRITER_MEMORY),
     ("write-buffer-spillable", _bool, A, A, WRITER_MEMORY),

@@ -68,10 +68,10 @@ from ._universal import pick as universal_pick
 POSITION = "_POSITION"
 
 # Reads the merged rows of sections of runs of files (each with the positions it skips)
-# and writes them as one file at a level: returns its manifest record, None if no row;
-# the merged rows are also kept in the list given, if one is.
+# and writes them as one run at a level: returns its files' manifest records, none if no
+# row; the merged rows are also kept in the list given, if one is.
 MergeInto = Callable[
-    [list[list[list[FileRead]]], list[DataFile], int, list[pa.RecordBatch] | None], dict[str, Any] | None
+    [list[list[list[FileRead]]], list[DataFile], int, list[pa.RecordBatch] | None], tuple[dict[str, Any], ...]
 ]
 
 
@@ -206,7 +206,7 @@ class LookupCompaction:
         return dataclasses.replace(
             m,
             compact_before=tuple(f.record for f in picked),
-            compact_after=() if written is None else (written,),
+            compact_after=written,
             dv_index=update,
             compact_changelog=changelog,
         )
@@ -231,11 +231,11 @@ class LookupCompaction:
         before: list[tuple[int, FileRead]],
         merged: list[pa.RecordBatch],
         level: int,
-        written: dict[str, Any] | None,
+        written: tuple[dict[str, Any], ...],
     ) -> tuple[dict[str, Any], ...]:
         """The changelog file of the compaction (module docstring, step 4) of the keys of
         its level-0 files (``touched``; None: every key it merged), if it changed one. If
-        that fails, the compaction's file (``written``) is removed."""
+        that fails, the compaction's files (``written``) are removed."""
         try:
             schema = self.schema.arrow
             stored = [as_schema(io.stored([read], m.bucket).select(schema.names), schema) for _, read in before]
@@ -247,8 +247,8 @@ class LookupCompaction:
             first = min(f.min_sequence for f in picked)
             return io.write(rows, m.partition, m.bucket, level, first)
         except BaseException:
-            if written is not None:
-                io.remove(m.partition, m.bucket, written)
+            for f in written:
+                io.remove(m.partition, m.bucket, f)
             raise
 
     def _merge_inputs(

@@ -82,11 +82,13 @@ from ._validation import check_new, check_stored
 from ._write import (
     DataFileWriter,
     Encoders,
+    RollingDataFiles,
     TableWrite,
     bucket_ids,
     conform,
     parquet_compression,
     remove_data_file,
+    target_file_size,
 )
 
 READ_BATCH_ROWS = 64 * 1024
@@ -605,18 +607,17 @@ class Table:
         picked: list[DataFile],
         level: int,
         merged: list[pa.RecordBatch] | None = None,
-    ) -> dict[str, Any] | None:
+    ) -> tuple[dict[str, Any], ...]:
         """Merges ``sections`` (of the bucket of the ``picked`` files), deletes dropped, into
-        one file at ``level``, each row keeping its sequence number; ``None``: no row left.
-        The merged rows are also kept in ``merged``, if given."""
+        one run at ``level``, each row keeping its sequence number; returns its files'
+        records (none: no row left). The merged rows are also kept in ``merged``, if given."""
         schema, first = planner.schema, picked[0]
         columns = list(schema.arrow.names)
         parts = tuple(Section(tuple(tuple(run) for run in section)) for section in sections)
         whole = Split(planner.snapshot.id, schema.id, tuple(columns), (), first.bucket, parts)
         stream = self._compaction_stream(whole, schema, [*columns, SEQUENCE_NUMBER])
         lowest = min(f.min_sequence for f in picked)
-        after = self._write_merged(stream, schema, first.partition, first.bucket, level, lowest, 1, merged)
-        return after[0] if after else None
+        return self._write_merged(stream, schema, first.partition, first.bucket, level, lowest, 1, merged)
 
     def bucket_ids(self, data: pa.RecordBatch, row_kind: str | None = None) -> pa.Int32Array:
         """Each row's bucket, as a write assigns it (Paimon's bucket function over the
@@ -928,11 +929,16 @@ class Table:
         threads: int,
         merged: list[pa.RecordBatch] | None = None,
     ) -> tuple[dict[str, Any], ...]:
-        """Writes merged rows as one file at ``level`` (rows without sequence numbers are
-        numbered from ``lowest``); returns its record, or nothing if no row was left. The
-        rows are also kept in ``merged``, if given."""
+        """Writes merged rows as one run at ``level``, its files rolled at
+        ``target-file-size`` (rows without sequence numbers are numbered from ``lowest``);
+        returns their records, or nothing if no row was left. The rows are also kept in
+        ``merged``, if given."""
         with Encoders(check_threads(threads)) as encoders:
-            writer = DataFileWriter(self._root, schema, partition, bucket, level, lowest, encoders)
+
+            def open_file(first_sequence: int) -> DataFileWriter:
+                return DataFileWriter(self._root, schema, partition, bucket, level, first_sequence, encoders)
+
+            writer = RollingDataFiles(open_file, lowest, target_file_size(schema))
             try:
                 for batch in stream:
                     writer.write(batch)
@@ -941,7 +947,7 @@ class Table:
                 if writer.rows == 0:  # every key deleted
                     writer.abort()
                     return ()
-                return (writer.close(),)
+                return tuple(writer.close())
             except BaseException:
                 writer.abort()
                 raise

@@ -40,7 +40,7 @@ from ._commit import CommitMessage
 from ._dynamic_bucket import DYNAMIC, MAX_BUCKETS, DynamicBuckets
 from ._merge_options import PaimonMerge
 from ._meta import Snapshot, latest_snapshot_id, live_files
-from ._options import bool_option, int_option
+from ._options import bool_option, int_option, long_option, memory_bytes
 from ._paths import Layout
 from ._plan import SEQUENCE_NUMBER, VALUE_KIND
 from ._schema import FIELD_ID, TableSchema
@@ -55,6 +55,8 @@ KIND_NAMES = ["+I", "-U", "+U", "-D"]  # (Python lists: an Arrow array made at i
 RETRACT_CODES = [1, 3]
 SORT_BATCH_ROWS = 64 * 1024  # at most; the sort makes batches of wide rows smaller (by bytes)
 ROW_GROUP_ROWS = 128 * 1024
+PRIMARY_KEY_TARGET_FILE_SIZE = "128 mb"  # Paimon's target-file-size of a primary-key table
+INT64_MAX = (1 << 63) - 1
 ROW_GROUP_BYTES = 128 << 20  # at most: a row group takes a quarter of what its Encoders may hold
 ENCODE_SHARE = 4  # a write's encoding holds at most memory_limit / ENCODE_SHARE bytes of rows
 ENCODE_MEMORY = (256 << 20) // ENCODE_SHARE  # that of a write of the default memory_limit (compactions)
@@ -299,7 +301,8 @@ class _FileCutter:
     def __init__(self, write: TableWrite, encoders: Encoders):
         self.write, self.encoders = write, encoders
         self.next_sequence = write.next_sequences()
-        self.files: list[DataFileWriter] = []  # the current bucket's, by version index
+        self.files: list[RollingDataFiles] = []  # the current bucket's, by version index
+        self.target_size, self.target_rows = target_file_size(write.schema), target_file_rows(write.schema)
         self.done: list[tuple[bytes, int, Future[dict[str, Any]]]] = []
         self.totals: dict[tuple[bytes, int], int] = {}
 
@@ -345,21 +348,22 @@ class _FileCutter:
         rows = rows.append_column(SEQUENCE_NUMBER, numbers)
         top = int(index.max())
         while len(self.files) <= top:
-            w = self.write
-            self.files.append(
-                DataFileWriter(w.root, w.schema, self.partition, self.bucket, 0, self.sequence, self.encoders, w.layout)
-            )
+            self.files.append(RollingDataFiles(self._open_file, self.sequence, self.target_size, self.target_rows))
         if top == 0:
             self.files[0].write(rows)
             return
         for k in range(top + 1):
             self.files[k].write(rows.filter(pa.array(index == k)))
 
+    def _open_file(self, first_sequence: int) -> DataFileWriter:
+        w = self.write
+        return DataFileWriter(w.root, w.schema, self.partition, self.bucket, 0, first_sequence, self.encoders, w.layout)
+
     def _close_files(self) -> None:
         files, self.files = self.files, []
         for i, f in enumerate(files):
             try:
-                self.done.append((f.partition, f.bucket, f.close_later()))
+                self.done += [(f.partition, f.bucket, record) for record in f.close_later()]
             except BaseException:
                 for rest in files[i + 1 :]:
                     rest.abort()
@@ -456,8 +460,11 @@ class DataFileWriter:
         self.value_stats = FileStats(schema, level)
         self.sequences: list[int] = []
         self._writer: pq.ParquetWriter | None = None  # opened by the first encoding step
+        self._sink: Any = None  # the file's output stream, under _writer
         self._pending: list[pa.RecordBatch] = []
         self._pending_rows = self._pending_bytes = 0
+        self._submitted_bytes = 0  # Arrow bytes handed to encoding
+        self._encoded = (0, 0)  # Arrow bytes encoded, and the file's length after them
 
     def write(self, batch: pa.RecordBatch) -> None:
         n = batch.num_rows
@@ -481,6 +488,25 @@ class DataFileWriter:
         self._track(out, n)
         self.value_stats.add(out)
         self._gather(out)
+
+    def size_ratio(self) -> float:
+        """Bytes in the file per Arrow byte of its rows, as encoded so far (1 before any)."""
+        arrow, encoded = self._encoded
+        return encoded / arrow if arrow else 1.0
+
+    def estimated_size(self) -> int:
+        """The file's length once its rows so far are encoded: its length now, plus the
+        rows not encoded yet at the ratio of those that are."""
+        arrow, encoded = self._encoded
+        waiting = self._submitted_bytes + self._pending_bytes - arrow
+        return encoded + int(waiting * self.size_ratio())
+
+    def encoded_size(self) -> int:
+        """The file's length once every row written so far is encoded: waits for that."""
+        self._flush()
+        if self._last is not None:
+            self._last.result()
+        return self._encoded[1]
 
     def _gather(self, batch: pa.RecordBatch) -> None:
         """Adds rows to the row group being gathered, handing each full one to encoding."""
@@ -518,15 +544,18 @@ class DataFileWriter:
         table = pa.Table.from_batches(self._pending, self.file_schema)
         size = self._pending_bytes
         self._pending, self._pending_rows, self._pending_bytes = [], 0, 0
-        self._last = self.encoders.submit(self._encode, self._last, table, size=size)
+        self._submitted_bytes += size
+        self._last = self.encoders.submit(self._encode, self._last, table, size, size=size)
 
-    def _encode(self, before: Future[Any] | None, table: pa.Table) -> None:
-        """Encodes ``table`` once the file's previous step is done (``before`` was
-        submitted earlier, so it is running or done: the pool takes steps in order)."""
+    def _encode(self, before: Future[Any] | None, table: pa.Table, size: int) -> None:
+        """Encodes ``table`` (``size`` Arrow bytes) once the file's previous step is done
+        (``before`` was submitted earlier, so it is running or done: the pool takes steps
+        in order)."""
         if before is not None:
             before.result()
         try:
             self._open(table).write_table(table, row_group_size=max(table.num_rows, 1))
+            self._encoded = (self._encoded[0] + size, self._sink.tell())
         except OSError as e:
             raise TableIOError(f"writing data file {self.path} failed: {e}") from e
 
@@ -538,10 +567,11 @@ class DataFileWriter:
         store = self.root.store
         try:
             store.make_parent(self.path.path)
+            # The file's own stream, whose position says how long the file is so far.
+            self._sink = store.fs.open_output_stream(self.path.path, compression=None)
             self._writer = pq.ParquetWriter(
-                self.path.path,
+                self._sink,
                 self.file_schema,
-                filesystem=store.fs,
                 compression=compression,
                 compression_level=level,
                 use_dictionary=_dictionary_columns(self.schema, self.file_schema),
@@ -578,6 +608,7 @@ class DataFileWriter:
             if encoded is not None:
                 encoded.result()
             self._open(self.file_schema.empty_table()).close()
+            self._sink.close()  # a stream handed in is the caller's to close
             size = self._size()
         except OSError as e:
             self._remove()
@@ -634,7 +665,79 @@ class DataFileWriter:
                 self._writer.close()
         except Exception:  # noqa: BLE001 - the file goes anyway
             pass
+        try:
+            if self._sink is not None:
+                self._sink.close()
+        except Exception:  # noqa: BLE001 - the file goes anyway
+            pass
         _delete_file(self.root, self.path)
+
+
+class RollingDataFiles:
+    """One run's data files, as Paimon's rolling writer cuts them: rows go to a file until
+    it reaches ``target`` bytes (its encoded length, estimated while its last row groups
+    are still being encoded: see ``DataFileWriter.estimated_size``) or ``max_rows`` rows,
+    then to a new file, numbered on from the one before. ``open_file(first_sequence)``
+    opens each file. Files hold their keys in order, each once, so any cut between rows
+    keeps the run sorted."""
+
+    def __init__(
+        self, open_file: Callable[[int], DataFileWriter], first_sequence: int, target: int, max_rows: int = INT64_MAX
+    ):
+        self._open_file, self.target, self.max_rows = open_file, max(target, 1), max(max_rows, 1)
+        self.files = [open_file(first_sequence)]
+        self.partition, self.bucket = self.files[0].partition, self.files[0].bucket
+
+    @property
+    def rows(self) -> int:
+        return sum(f.rows for f in self.files)
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        while batch.num_rows:
+            current = self.files[-1]
+            if current.rows and (current.rows >= self.max_rows or self._full(current)):
+                current = self._roll()
+            row_bytes = max(batch.nbytes / batch.num_rows, 1.0) * current.size_ratio()
+            room = min(math.ceil((self.target - current.estimated_size()) / row_bytes), self.max_rows - current.rows)
+            part, batch = batch.slice(0, max(room, 1)), batch.slice(max(room, 1))
+            current.write(part)
+
+    def _full(self, file: DataFileWriter) -> bool:
+        # Estimated full, it is waited for: before its first row group is encoded, the
+        # estimate takes Arrow's bytes for the file's, several times too many.
+        return file.estimated_size() >= self.target and file.encoded_size() >= self.target
+
+    def _roll(self) -> DataFileWriter:
+        self.files.append(self._open_file(self.files[-1].next_sequence))
+        return self.files[-1]
+
+    def close_later(self) -> list[Future[dict[str, Any]]]:
+        """Finishes the files once encoded; each future gives a file's manifest record."""
+        return [f.close_later() for f in self.files]
+
+    def close(self) -> list[dict[str, Any]]:
+        """Finishes the files; returns their manifest records, in key order."""
+        try:
+            return [record.result() for record in self.close_later()]
+        except BaseException:
+            self.abort()
+            raise
+
+    def abort(self) -> None:
+        """Removes every file of the run, once its encoding steps are over."""
+        for f in self.files:
+            f.abort()
+
+
+def target_file_size(schema: TableSchema) -> int:
+    """Where a primary-key table's writes and compactions roll their data files
+    (``target-file-size``, 128 MB by default as in Paimon)."""
+    return memory_bytes(schema.options, "target-file-size", PRIMARY_KEY_TARGET_FILE_SIZE)
+
+
+def target_file_rows(schema: TableSchema) -> int:
+    """Where a write (not a compaction, as in Paimon) also rolls (``target-file-row-num``)."""
+    return long_option(schema.options, "target-file-row-num", INT64_MAX, 1)
 
 
 class Encoders:
