@@ -53,6 +53,7 @@ from ._compact import CompactTask, compaction_tasks, top_level, write_only, writ
 from ._core_options import READ, SNAPSHOT_CHOICE, WRITE, check_options, refuse
 from ._dv import DvUpdate, bucket_index_files, deleted_positions, write_index
 from ._expire import expire_snapshots
+from ._file_rows import FileRows
 from ._hash_index import index_file
 from ._key_filter import first_key_bounds
 from ._lookup import ChangelogIo, LookupCompaction, needs_lookup
@@ -127,6 +128,8 @@ class Table:
         # are never reused): a table read again and again, as by point lookups, reads
         # its manifests once per snapshot.
         self._planned_files: tuple[tuple[int, str, str], list[DataFile]] | None = None
+        # The rows of files above level 0 that writes' lookup compactions met (``_lookup``).
+        self._file_rows = FileRows()
         self._use(schema)
 
     def _use(self, schema: TableSchema) -> None:
@@ -525,7 +528,8 @@ class Table:
                 functools.partial(remove_data_file, self._root, planner.schema),
             )
         merge_into = functools.partial(self._merge_into, planner)
-        compaction = LookupCompaction(planner, snap, live, merge_into, changelog)
+        self._file_rows.retain({f.name for f in live})
+        compaction = LookupCompaction(planner, snap, live, merge_into, changelog, self._file_rows)
         out: list[CommitMessage] = []
         try:
             for m in messages:
@@ -605,17 +609,19 @@ class Table:
         picked: list[DataFile],
         level: int,
         merged: list[pa.RecordBatch] | None = None,
+        stored: list[pa.RecordBatch] | None = None,
     ) -> dict[str, Any] | None:
         """Merges ``sections`` (of the bucket of the ``picked`` files), deletes dropped, into
         one file at ``level``, each row keeping its sequence number; ``None``: no row left.
-        The merged rows are also kept in ``merged``, if given."""
+        The merged rows are also kept in ``merged``, if given, and the file's rows as
+        stored in ``stored`` (while they fit the table's ``FileRows``)."""
         schema, first = planner.schema, picked[0]
         columns = list(schema.arrow.names)
         parts = tuple(Section(tuple(tuple(run) for run in section)) for section in sections)
         whole = Split(planner.snapshot.id, schema.id, tuple(columns), (), first.bucket, parts)
         stream = self._compaction_stream(whole, schema, [*columns, SEQUENCE_NUMBER])
         lowest = min(f.min_sequence for f in picked)
-        after = self._write_merged(stream, schema, first.partition, first.bucket, level, lowest, 1, merged)
+        after = self._write_merged(stream, schema, first.partition, first.bucket, level, lowest, 1, merged, stored)
         return after[0] if after else None
 
     def bucket_ids(self, data: pa.RecordBatch, row_kind: str | None = None) -> pa.Int32Array:
@@ -927,12 +933,16 @@ class Table:
         lowest: int,
         threads: int,
         merged: list[pa.RecordBatch] | None = None,
+        stored: list[pa.RecordBatch] | None = None,
     ) -> tuple[dict[str, Any], ...]:
         """Writes merged rows as one file at ``level`` (rows without sequence numbers are
         numbered from ``lowest``); returns its record, or nothing if no row was left. The
-        rows are also kept in ``merged``, if given."""
+        rows are also kept in ``merged``, if given, and as stored in ``stored``."""
         with Encoders(check_threads(threads)) as encoders:
-            writer = DataFileWriter(self._root, schema, partition, bucket, level, lowest, encoders)
+            budget = self._file_rows.budget
+            writer = DataFileWriter(
+                self._root, schema, partition, bucket, level, lowest, encoders, keep=stored, keep_bytes=budget
+            )
             try:
                 for batch in stream:
                     writer.write(batch)
@@ -1580,7 +1590,8 @@ def _checked_schema(root: Location, schema_id: int) -> TableSchema:
 
 
 def _planned(store: Store, f: FileRead) -> _native.PlannedFile:
-    return _native.PlannedFile(store.display(f.path), list(f.columns), _positions(f.deleted), _fetcher(store, f.path))
+    fetch = _fetcher(store, f.path) if f.content is None else functools.partial(bytes, f.content)
+    return _native.PlannedFile(store.display(f.path), list(f.columns), _positions(f.deleted), fetch)
 
 
 def _fetcher(store: Store, path: str) -> Callable[[], bytes] | None:

@@ -422,7 +422,8 @@ class DataFileWriter:
     without ``_VALUE_KIND`` are adds. The Parquet encoding runs on ``encoders`` (on the
     caller's thread by default), one step of a file after another, each step a row group
     of ``ROW_GROUP_ROWS`` rows or the encoders' ``row_group_bytes``, whichever is reached
-    first."""
+    first. ``keep``: a list that gets the file's rows as stored, batch by batch, while
+    they take at most ``keep_bytes`` (past that it is emptied and gets no more)."""
 
     def __init__(
         self,
@@ -435,8 +436,11 @@ class DataFileWriter:
         encoders: Encoders | None = None,
         layout: Layout | None = None,
         changelog: bool = False,
+        keep: list[pa.RecordBatch] | None = None,
+        keep_bytes: int = 0,
     ):
         self.root, self.schema, self.level = root, schema, level
+        self.keep, self._keep_room = keep, keep_bytes
         self.encoders = encoders or Encoders(1)
         self._last: Future[Any] | None = None  # this file's latest encoding step
         self.partition, self.bucket = partition, bucket
@@ -480,7 +484,18 @@ class DataFileWriter:
         out = pa.RecordBatch.from_arrays(columns, schema=self.file_schema)
         self._track(out, n)
         self.value_stats.add(out)
+        self._kept(out)
         self._gather(out)
+
+    def _kept(self, batch: pa.RecordBatch) -> None:
+        if self.keep is None:
+            return
+        self._keep_room -= batch.nbytes
+        if self._keep_room < 0:
+            self.keep.clear()
+            self.keep = None
+        else:
+            self.keep.append(batch)
 
     def _gather(self, batch: pa.RecordBatch) -> None:
         """Adds rows to the row group being gathered, handing each full one to encoding."""
