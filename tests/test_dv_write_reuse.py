@@ -1,6 +1,8 @@
-"""What a deletion-vector table's writes keep from one write to the next: the rows of
-the files above level 0 stay decoded in the Table (``_file_rows``). A kept row must
-never be served for a file that changed: after every write merge-core, pypaimon and
+"""What a deletion-vector table's writes keep from one write to the next, and what they
+no longer rewrite: the rows of the files above level 0 stay decoded in the Table
+(``_file_rows``), and a write into an empty bucket moves its level-0 file to the top
+level as it is, as Paimon's lookup rewriter upgrades it. A kept row must never be
+served for a file that changed: after every write merge-core, pypaimon and
 pypaimon-rust read the rows of a plain-Python model."""
 
 from __future__ import annotations
@@ -135,3 +137,58 @@ def test_a_file_replaced_at_its_path_is_not_taken_from_the_rows_kept(tmp_path):
     assert top in {f["path"] for f in table.files()}, "the top file stayed: its rows were looked up"
     # (The peers go by the sizes and statistics the manifests hold, which no longer fit the files.)
     assert as_tuples(table.read().read_all().to_pylist()) == model.expected()
+
+
+def test_a_write_into_an_empty_bucket_moves_its_file_up_unchanged(tmp_path):
+    root = tmp_path / "db.db" / "t"
+    table = mc.Table.create(root, SCHEMA, key=["k", "p"], buckets=2, merge=SUM, options=DV)
+    model = Model()
+    write_rows(table, rows(range(100), 1, "one"))
+    model.add(rows(range(100), 1, "one"))
+    appended, compacted = table.snapshots()
+    level_zero = {f["path"]: f["level"] for f in table.files(appended)}
+    top = {f["path"]: f["level"] for f in table.files(compacted)}
+    assert set(level_zero.values()) == {0} and set(top.values()) == {5}
+    assert top.keys() == level_zero.keys(), "the same files, a level up (Paimon's upgrade)"
+    all_read(root, model)
+    write_rows(table, rows(range(0, 100, 2), 2, "two"))  # a bucket that has files: merged, rewritten
+    model.add(rows(range(0, 100, 2), 2, "two"))
+    assert not {f["path"] for f in table.files() if f["level"] == 4} & level_zero.keys()
+    all_read(root, model)
+
+
+def test_a_first_write_with_deletes_is_rewritten(tmp_path):
+    root = tmp_path / "db.db" / "t"
+    table = mc.Table.create(root, SCHEMA, key=["k", "p"], buckets=1, options=DV)
+    write_rows(table, [*rows(range(10), 1, "x"), {"k": 50, "p": "a", "v": 1, "w": "x", KIND: "-D"}])
+    appended, compacted = table.snapshots()
+    assert {f["path"] for f in table.files(appended)}.isdisjoint(f["path"] for f in table.files(compacted))
+    assert [f["delete_rows"] for f in table.files()] == [0], "the delete dropped at the top level"
+    mine, py, rust = peers_read(root)
+    assert mine == py == rust == sorted((k, "a", 1, "x") for k in range(10))
+
+
+def test_a_failed_compaction_commit_keeps_the_upgraded_file(tmp_path, monkeypatch):
+    from merge_core.paimon import _commit
+
+    root = tmp_path / "db.db" / "t"
+    table = mc.Table.create(root, SCHEMA, key=["k", "p"], buckets=1, merge=SUM, options=DV)
+    real = _commit.Committer.commit_changes
+
+    def fails_to_compact(self, kind, changes):
+        if kind == "COMPACT":
+            raise OSError("the disk went away")
+        return real(self, kind, changes)
+
+    monkeypatch.setattr(_commit.Committer, "commit_changes", fails_to_compact)
+    with pytest.raises(OSError, match="went away"):
+        write_rows(table, rows(range(20), 1, "one"))
+    monkeypatch.undo()
+    (appended,) = table.snapshots()
+    for f in table.files(appended):  # the append landed: its file must stay
+        assert (root / f["path"]).exists()
+    model = Model()  # (a batch read of the table skips level 0 until a compaction lands)
+    model.add(rows(range(20), 1, "one"))
+    write_rows(table, rows(range(0, 20, 2), 2, "two"))  # the next write compacts both
+    model.add(rows(range(0, 20, 2), 2, "two"))
+    all_read(root, model)

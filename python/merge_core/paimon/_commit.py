@@ -157,8 +157,11 @@ class CommitMessage:
         return bool(self.compact_before or self.compact_after or self.compact_changelog)
 
     def data_files(self) -> list[dict[str, Any]]:
-        """The files this message adds (removed again if its commit fails)."""
-        return [*self.new_files, *self.compact_after, *self.changelog_files, *self.compact_changelog]
+        """The files this message adds (removed again if its commit fails): not a file its
+        compaction only moved to another level (an upgrade: in ``compact_before`` too)."""
+        moved = {f["_FILE_NAME"] for f in self.compact_before}
+        after = [f for f in self.compact_after if f["_FILE_NAME"] not in moved]
+        return [*self.new_files, *after, *self.changelog_files, *self.compact_changelog]
 
     def append_entries(self) -> list[dict[str, Any]]:
         return [self._entry(ADD, f) for f in self.new_files]

@@ -152,12 +152,15 @@ class LookupCompaction:
         merge_into: MergeInto,
         changelog: ChangelogIo | None = None,
         held: FileRows | None = None,
+        upgrades: bool = True,
     ):
         """``changelog``: given when the compaction writes the lookup producer's changelog
         (not for an overwrite, whose changelog Paimon's writer does not make); ``held``:
-        the table's decoded files above level 0, kept from one write to the next."""
+        the table's decoded files above level 0, kept from one write to the next;
+        ``upgrades``: whether a level-0 file may move to the top level unchanged
+        (``_upgrade``; not for an overwrite, whose output replaces its level-0 files)."""
         self.planner, self.snapshot, self.merge_into = planner, snapshot, merge_into
-        self.held = held
+        self.held, self.upgrades = held, upgrades
         self.schema = planner.schema
         options = self.schema.options
         self.dv = bool_option(options, "deletion-vectors.enabled")
@@ -183,6 +186,8 @@ class LookupCompaction:
         count, level, top = unit.runs, unit.level, top_level(self.schema, (run.level for run in runs))
         picked = [f for run in runs[:count] for f in run.files]
         above = [f for run in runs[count:] for f in run.files]
+        if self._upgrade(picked, above, level, top):
+            return self._upgraded(m, existing, picked[0], level)
         reads = {f.name: self.planner.file_read(f, m.partition, m.bucket) for f in [*picked, *above]}
         key_tables: dict[str, pa.Table] = {}
 
@@ -226,6 +231,39 @@ class LookupCompaction:
             compact_after=() if written is None else (written,),
             dv_index=update,
             compact_changelog=changelog,
+        )
+
+    def _upgrade(self, picked: list[DataFile], above: list[DataFile], level: int, top: int) -> bool:
+        """Whether the compaction moves its one level-0 file to the top level unchanged, as
+        Paimon's ``LookupMergeTreeCompactRewriter`` upgrades a file (``CHANGELOG_NO_REWRITE``)
+        on a deletion-vector table: the file alone in the bucket (nothing above it to look
+        up, nothing to merge), headed for the top level, without delete rows (a rewrite
+        would drop them: so would Paimon's), and no changelog, record expiry or forced
+        rewrite asked of the compaction. Paimon upgrades in more cases (a deduplicate
+        table's file at any level); this is the one every write into an empty bucket meets."""
+        if not (self.upgrades and self.dv and self.changelog is None and not above and level == top):
+            return False
+        if len(picked) != 1 or picked[0].level != 0 or picked[0].record is None:
+            return False
+        options = self.schema.options
+        rewrites = ("record-level.expire-time", "file.format.per.level", "pk-vector.index.columns")
+        if any(options.get(k, "").strip() for k in rewrites):
+            return False
+        if bool_option(options, "compaction.force-rewrite-all-files"):
+            return False
+        return picked[0].record.get("_DELETE_ROW_COUNT") == 0  # null: unknown, so rewritten
+
+    def _upgraded(self, m: CommitMessage, existing: list[DataFile], f: DataFile, level: int) -> CommitMessage:
+        """``m`` with its level-0 file ``f`` moved to ``level`` as it is (same name and
+        rows): the compaction deletes its level-0 entry and adds it at ``level``."""
+        assert f.record is not None
+        seen = tuple(sorted(e.name for e in existing if e.level > 0))
+        replaced = bucket_index_files(self.planner.root, self.snapshot, m.partition, m.bucket)
+        return dataclasses.replace(
+            m,
+            compact_before=(f.record,),
+            compact_after=({**f.record, "_LEVEL": level},),
+            dv_index=DvUpdate(m.partition, m.bucket, None, replaced, seen, False),
         )
 
     def _rows_before(

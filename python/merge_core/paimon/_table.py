@@ -529,7 +529,7 @@ class Table:
             )
         merge_into = functools.partial(self._merge_into, planner)
         self._file_rows.retain({f.name for f in live})
-        compaction = LookupCompaction(planner, snap, live, merge_into, changelog, self._file_rows)
+        compaction = LookupCompaction(planner, snap, live, merge_into, changelog, self._file_rows, not overwrite)
         out: list[CommitMessage] = []
         try:
             for m in messages:
@@ -1488,9 +1488,15 @@ def _compactions(messages: Sequence[CommitMessage]) -> list[CommitMessage]:
 
 
 def _compaction_part(m: CommitMessage) -> CommitMessage:
-    """The files a message's compaction wrote, as a message to abort."""
+    """The files a message's compaction wrote, as a message to abort (not those it only
+    moved to another level: see ``CommitMessage.data_files``)."""
     return CommitMessage(
-        m.partition, m.bucket, m.total_buckets, compact_after=m.compact_after, compact_changelog=m.compact_changelog
+        m.partition,
+        m.bucket,
+        m.total_buckets,
+        compact_before=m.compact_before,
+        compact_after=m.compact_after,
+        compact_changelog=m.compact_changelog,
     )
 
 
