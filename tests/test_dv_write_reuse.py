@@ -192,3 +192,21 @@ def test_a_failed_compaction_commit_keeps_the_upgraded_file(tmp_path, monkeypatc
     write_rows(table, rows(range(0, 20, 2), 2, "two"))  # the next write compacts both
     model.add(rows(range(0, 20, 2), 2, "two"))
     all_read(root, model)
+
+
+def test_a_snapshot_id_taken_again_after_a_rollback_is_read_afresh(tmp_path):
+    # The Table keeps the live files of the snapshot it read last, by id and manifest lists:
+    # after a rollback another writer's snapshot may take an id it read before.
+    root = tmp_path / "db.db" / "t"
+    table = mc.Table.create(root, SCHEMA, key=["k", "p"], buckets=1, merge=SUM, options=DV)
+    model = Model()
+    write_rows(table, rows(range(100), 1, "a"))
+    model.add(rows(range(100), 1, "a"))
+    write_rows(table, rows(range(0, 100, 2), 10, "b"))  # snapshots 3 (its append) and 4
+    table.rollback_to(2)
+    theirs = [{"k": k, "p": "a", "v": 100, "w": "py"} for k in range(0, 100, 3)]
+    pypaimon_commit(catalog(root).get_table(identifier(root)), theirs, SCHEMA)  # snapshot 3 again
+    model.add([{**r, KIND: "+I"} for r in theirs])
+    write_rows(table, rows(range(0, 100, 5), 1000, "c"))
+    model.add(rows(range(0, 100, 5), 1000, "c"))
+    all_read(root, model)

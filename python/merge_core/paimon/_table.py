@@ -60,6 +60,7 @@ from ._lookup import ChangelogIo, LookupCompaction, needs_lookup
 from ._merge_options import PaimonMerge, merge_from_paimon_options, paimon_options
 from ._meta import (
     DataFile,
+    LiveEntries,
     Snapshot,
     deletion_vectors,
     last_identifier,
@@ -126,8 +127,8 @@ class Table:
         self._root = root
         # The live files of the snapshot planned last, by its manifest lists (whose names
         # are never reused): a table read again and again, as by point lookups, reads
-        # its manifests once per snapshot.
-        self._planned_files: tuple[tuple[int, str, str], list[DataFile]] | None = None
+        # its manifests once per snapshot, and so do a write, its compaction and its commit.
+        self._live = LiveEntries()
         # The rows of files above level 0 that writes' lookup compactions met (``_lookup``).
         self._file_rows = FileRows()
         self._use(schema)
@@ -469,6 +470,7 @@ class Table:
             )
         else:
             write = TableWrite(self._root, self._schema, self._setup, row_kind, memory_limit, spill_dir, threads)
+            write.live_entries = self._live.entries
             if write_only(self._schema.options):
                 pass  # Paimon's writers then never compact (its NoopCompactManager): compact() does
             elif needs_lookup(self._schema.options):
@@ -487,7 +489,7 @@ class Table:
             return messages
         latest = latest_snapshot_id(self._root)
         snap = self.snapshot(latest) if latest is not None else _no_snapshot(self._schema)
-        live = [] if latest is None else live_entries(self._root, snap)
+        live = [] if latest is None else self._live.entries(self._root, snap)
         tasks = written_tasks(live, written, snap.id, self._schema)
         if not tasks:
             return messages
@@ -673,7 +675,7 @@ class Table:
                 return commit_overwrite(self._root, self._schema, messages, spec, dynamic_overwrite)
             if any(m.overwrite for m in messages):
                 raise InvalidInputError("these messages come from an overwrite write: commit them with overwrite=")
-            committer = Committer(self._root, self._schema, commit_user, *identifier)
+            committer = Committer(self._root, self._schema, commit_user, *identifier, live_of=self._live.entries)
             try:
                 return committer.commit(messages)
             except CommitConflictError:
@@ -1183,10 +1185,7 @@ class Table:
 
     def _live_files(self, snap: Snapshot) -> list[DataFile]:
         """``snap``'s live files, read from its manifests once while it stays the one planned."""
-        key = (snap.id, snap.base_manifest_list, snap.delta_manifest_list)
-        if self._planned_files is None or self._planned_files[0] != key:
-            self._planned_files = (key, live_files(self._root, snap))
-        return list(self._planned_files[1])
+        return self._live.files(self._root, snap)
 
     def read_split(self, split: Split, batch_size: int = READ_BATCH_ROWS, threads: int = 1) -> Stream:
         """The merged rows of one split, with the columns it was planned for."""

@@ -39,7 +39,7 @@ from ._changelog import INPUT, InputChangelog, producer
 from ._commit import CommitMessage
 from ._dynamic_bucket import DYNAMIC, MAX_BUCKETS, DynamicBuckets
 from ._merge_options import PaimonMerge
-from ._meta import Snapshot, latest_snapshot_id, live_files
+from ._meta import Snapshot, latest_snapshot_id, live_entries
 from ._options import bool_option, int_option
 from ._paths import Layout
 from ._plan import SEQUENCE_NUMBER, VALUE_KIND
@@ -128,6 +128,8 @@ class TableWrite:
         self._encode_memory = options["memory_limit"] // ENCODE_SHARE
         self._done = False
         self.overwrite = False
+        # A snapshot's live entries (Table.new_write gives the Table's, which it keeps for the commit).
+        self.live_entries: Callable[[Location, Snapshot], list[dict[str, Any]]] = live_entries
         # Set by Table.new_write where a write's level-0 files must be compacted at once (``_lookup``).
         self.level_zero_compaction: Callable[[list[CommitMessage], bool], list[CommitMessage]] | None = None
 
@@ -181,7 +183,7 @@ class TableWrite:
 
     def next_sequences(self) -> dict[tuple[bytes, int], int]:
         """Each bucket's next sequence number, by (partition, bucket) (none: from 0)."""
-        return {} if self.overwrite else _next_sequences(self.root)
+        return {} if self.overwrite else _next_sequences(self.root, self.live_entries)
 
     def prepare_commit(self) -> list[CommitMessage]:
         """Writes the data files and returns what to commit, one message per (partition,
@@ -384,16 +386,18 @@ def _version_index(keys: list[pa.Array], last_key: tuple | None, last_index: int
     return index
 
 
-def _next_sequences(root: Location) -> dict[tuple[bytes, int], int]:
+def _next_sequences(
+    root: Location, live_of: Callable[[Location, Snapshot], list[dict[str, Any]]] = live_entries
+) -> dict[tuple[bytes, int], int]:
     """Each bucket's next sequence number: one past the largest of its live files, as
-    Paimon's writers continue a bucket."""
+    Paimon's writers continue a bucket (``live_of``: a snapshot's live entries)."""
     latest = latest_snapshot_id(root)
     if latest is None:
         return {}
     out: dict[tuple[bytes, int], int] = {}
-    for f in live_files(root, Snapshot.load(root, latest)):
-        key = (f.partition, f.bucket)
-        out[key] = max(out.get(key, 0), f.max_sequence + 1)
+    for e in live_of(root, Snapshot.load(root, latest)):
+        key = (e["_PARTITION"], e["_BUCKET"])
+        out[key] = max(out.get(key, 0), e["_FILE"]["_MAX_SEQUENCE_NUMBER"] + 1)
     return out
 
 
