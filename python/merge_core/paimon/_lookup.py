@@ -460,7 +460,9 @@ def _distinct(table: pa.Table, keys: list[str]) -> pa.Table:
 
 def _in_memory(read: FileRead, rows: pa.Table) -> FileRead:
     """``read`` as ``rows`` alone (rows of its file, as stored), held as a Parquet file in
-    memory: written plainly (no compression, dictionary or statistics), as it is read once."""
+    memory: only the columns the read takes, written plainly (no compression, dictionary
+    or statistics), as it is read once."""
+    rows = rows.select([c for c in dict.fromkeys(read.columns) if c is not None])
     sink = pa.BufferOutputStream()
     pq.write_table(rows, sink, compression="none", use_dictionary=False, write_statistics=False)
     return dataclasses.replace(read, deleted=None, rows=rows.num_rows, content=sink.getvalue().to_pybytes())
