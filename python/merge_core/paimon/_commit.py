@@ -157,8 +157,11 @@ class CommitMessage:
         return bool(self.compact_before or self.compact_after or self.compact_changelog)
 
     def data_files(self) -> list[dict[str, Any]]:
-        """The files this message adds (removed again if its commit fails)."""
-        return [*self.new_files, *self.compact_after, *self.changelog_files, *self.compact_changelog]
+        """The files this message adds (removed again if its commit fails): not a file its
+        compaction only moved to another level (an upgrade: in ``compact_before`` too)."""
+        moved = {f["_FILE_NAME"] for f in self.compact_before}
+        after = [f for f in self.compact_after if f["_FILE_NAME"] not in moved]
+        return [*self.new_files, *after, *self.changelog_files, *self.compact_changelog]
 
     def append_entries(self) -> list[dict[str, Any]]:
         return [self._entry(ADD, f) for f in self.new_files]
@@ -237,8 +240,10 @@ class Committer:
         schema: TableSchema,
         commit_user: str | None = None,
         commit_identifier: int = BATCH_COMMIT_IDENTIFIER,
+        live_of: Callable[[Location, Snapshot], list[dict[str, Any]]] = live_entries,
     ):
-        self.root, self.schema = root, schema
+        """``live_of``: a snapshot's live entries (a Table's, kept while it is the latest)."""
+        self.root, self.schema, self.live_of = root, schema, live_of
         self.commit_user = commit_user or str(uuid.uuid4())
         self.commit_identifier = commit_identifier
         self.partition_types = [schema.field(k).type for k in schema.partition_keys]
@@ -289,7 +294,7 @@ class Committer:
             attempt = _Attempt()
             try:
                 latest = None if latest_id is None else Snapshot.load(self.root, latest_id)
-                live = [] if latest is None else live_entries(self.root, latest)
+                live = [] if latest is None else self.live_of(self.root, latest)
                 change = changes(latest, live)
                 _check(change.entries, live, kind)
                 snapshot_id = self._try_commit(latest, live, change, kind, attempt)

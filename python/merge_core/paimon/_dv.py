@@ -63,7 +63,7 @@ def deleted_positions(dv: DeletionVector) -> np.ndarray:
         bitmap = BitMap64.deserialize(body) if wide else BitMap.deserialize(body)
     except Exception as e:
         raise CorruptTableError(f"deletion vector at {dv.path}:{dv.offset} is not a roaring bitmap ({e})") from e
-    return np.fromiter(bitmap, dtype=np.uint64, count=len(bitmap))
+    return np.frombuffer(bitmap.to_array(), dtype=np.uint64 if wide else np.uint32).astype(np.uint64)
 
 
 def serialized(positions: np.ndarray, wide: bool) -> bytes:

@@ -33,6 +33,12 @@ For each (partition, bucket) a write touched:
    key's merged value) against its merged row after: ``_changelog.lookup_changes``.
    The changelog file is at the output level, in the compaction's part of the commit.
 
+Files above level 0 are met by write after write: a table's ``FileRows`` keeps their
+rows decoded (``_file_rows``), so that the keys are looked up and the rows found are
+taken without decoding the files again; the compaction's own output is kept as it is
+written. Which files are live, and which of their rows deletion vectors hide, comes from
+the latest snapshot each time.
+
 The result is a compaction in the write's commit message: Paimon commits the level-0
 files (APPEND), then the compaction (COMPACT), so does ``Committer.commit``. Files other
 snapshots, tags or branches name are never touched: the rows they hold are hidden by
@@ -49,6 +55,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..errors import CorruptTableError
@@ -56,6 +63,7 @@ from ._changelog import LOOKUP, as_schema, first_of_each_key, lookup_changes, me
 from ._commit import CommitMessage
 from ._compact import last_full_compaction, pick_rules, top_level
 from ._dv import DvUpdate, bucket_index_files, deleted_positions, write_index
+from ._file_rows import FileRows
 from ._hash_index import index_file
 from ._meta import DataFile, Snapshot
 from ._options import bool_option
@@ -66,12 +74,21 @@ from ._universal import CompactUnit, SortedRun
 from ._universal import pick as universal_pick
 
 POSITION = "_POSITION"
+FILE = "_FILE_INDEX"
 
 # Reads the merged rows of sections of runs of files (each with the positions it skips)
 # and writes them as one run at a level: returns its files' manifest records, none if no
-# row; the merged rows are also kept in the list given, if one is.
+# row; the merged rows are also kept in the list given, if one is, and each file's rows
+# as stored in the dict, by file name.
 MergeInto = Callable[
-    [list[list[list[FileRead]]], list[DataFile], int, list[pa.RecordBatch] | None], tuple[dict[str, Any], ...]
+    [
+        list[list[list[FileRead]]],
+        list[DataFile],
+        int,
+        list[pa.RecordBatch] | None,
+        dict[str, list[pa.RecordBatch]] | None,
+    ],
+    tuple[dict[str, Any], ...],
 ]
 
 
@@ -140,10 +157,16 @@ class LookupCompaction:
         live: list[DataFile],
         merge_into: MergeInto,
         changelog: ChangelogIo | None = None,
+        held: FileRows | None = None,
+        upgrades: bool = True,
     ):
         """``changelog``: given when the compaction writes the lookup producer's changelog
-        (not for an overwrite, whose changelog Paimon's writer does not make)."""
+        (not for an overwrite, whose changelog Paimon's writer does not make); ``held``:
+        the table's decoded files above level 0, kept from one write to the next;
+        ``upgrades``: whether a level-0 file may move to the top level unchanged
+        (``_upgrade``; not for an overwrite, whose output replaces its level-0 files)."""
         self.planner, self.snapshot, self.merge_into = planner, snapshot, merge_into
+        self.held, self.upgrades = held, upgrades
         self.schema = planner.schema
         options = self.schema.options
         self.dv = bool_option(options, "deletion-vectors.enabled")
@@ -169,6 +192,8 @@ class LookupCompaction:
         count, level, top = unit.runs, unit.level, top_level(self.schema, (run.level for run in runs))
         picked = [f for run in runs[:count] for f in run.files]
         above = [f for run in runs[count:] for f in run.files]
+        if self._upgrade(picked, above, level, top):
+            return self._upgraded(m, existing, picked[0], level)
         reads = {f.name: self.planner.file_read(f, m.partition, m.bucket) for f in [*picked, *above]}
         key_tables: dict[str, pa.Table] = {}
 
@@ -194,7 +219,10 @@ class LookupCompaction:
         sections = sections_of(inputs, self.planner.key)
         merged: list[pa.RecordBatch] | None = [] if self.changelog else None
         runs_read = [[[reads[f.name] for f in run] for run in s] for s in sections]
-        written = self.merge_into(runs_read, picked, level, merged)
+        stored: dict[str, list[pa.RecordBatch]] | None = {} if self.held is not None else None
+        written = self.merge_into(runs_read, picked, level, merged, stored)
+        for record in written if stored is not None else ():
+            self._hold(DataFile.of({**bucket, "_FILE": record}), stored.get(record["_FILE_NAME"], []))
         changelog: tuple[dict[str, Any], ...] = ()
         if self.changelog is not None and merged is not None:
             changelog = self._changelog(self.changelog, m, picked, touched, before, merged, level, written)
@@ -209,6 +237,39 @@ class LookupCompaction:
             compact_after=written,
             dv_index=update,
             compact_changelog=changelog,
+        )
+
+    def _upgrade(self, picked: list[DataFile], above: list[DataFile], level: int, top: int) -> bool:
+        """Whether the compaction moves its one level-0 file to the top level unchanged, as
+        Paimon's ``LookupMergeTreeCompactRewriter`` upgrades a file (``CHANGELOG_NO_REWRITE``)
+        on a deletion-vector table: the file alone in the bucket (nothing above it to look
+        up, nothing to merge), headed for the top level, without delete rows (a rewrite
+        would drop them: so would Paimon's), and no changelog, record expiry or forced
+        rewrite asked of the compaction. Paimon upgrades in more cases (a deduplicate
+        table's file at any level); this is the one every write into an empty bucket meets."""
+        if not (self.upgrades and self.dv and self.changelog is None and not above and level == top):
+            return False
+        if len(picked) != 1 or picked[0].level != 0 or picked[0].record is None:
+            return False
+        options = self.schema.options
+        rewrites = ("record-level.expire-time", "file.format.per.level", "pk-vector.index.columns")
+        if any(options.get(k, "").strip() for k in rewrites):
+            return False
+        if bool_option(options, "compaction.force-rewrite-all-files"):
+            return False
+        return picked[0].record.get("_DELETE_ROW_COUNT") == 0  # null: unknown, so rewritten
+
+    def _upgraded(self, m: CommitMessage, existing: list[DataFile], f: DataFile, level: int) -> CommitMessage:
+        """``m`` with its level-0 file ``f`` moved to ``level`` as it is (same name and
+        rows): the compaction deletes its level-0 entry and adds it at ``level``."""
+        assert f.record is not None
+        seen = tuple(sorted(e.name for e in existing if e.level > 0))
+        replaced = bucket_index_files(self.planner.root, self.snapshot, m.partition, m.bucket)
+        return dataclasses.replace(
+            m,
+            compact_before=(f.record,),
+            compact_after=({**f.record, "_LEVEL": level},),
+            dv_index=DvUpdate(m.partition, m.bucket, None, replaced, seen, False),
         )
 
     def _rows_before(
@@ -263,10 +324,28 @@ class LookupCompaction:
             return picked
         marked = [f for f in above if f.name in found]
         for f in marked:
+            held = self._held(f, reads[f.name])
+            if held is not None:  # the rows found, without decoding the file again
+                reads[f.name] = _in_memory(reads[f.name], held.take(pa.array(found[f.name])))
+                continue
             others = np.ones(f.rows, dtype=bool)
             others[found[f.name]] = False
             reads[f.name] = dataclasses.replace(reads[f.name], deleted=np.flatnonzero(others).astype(np.uint64))
         return [*picked, *marked]
+
+    def _held(self, f: DataFile, read: FileRead) -> pa.Table | None:
+        """The rows of a file above level 0 as stored, kept decoded by ``held``; ``None``:
+        a level-0 file (met once), or a file the cache does not hold (not on the local disk)."""
+        if self.held is None or f.level == 0:
+            return None
+        return self.held.rows(self.planner.root.store, read.path)
+
+    def _hold(self, f: DataFile, stored: list[pa.RecordBatch]) -> None:
+        """Keeps the rows of the file the compaction wrote (``f``), for the next write's lookups."""
+        if self.held is None or f.level == 0 or not stored:
+            return
+        read = self.planner.file_read(f, f.partition, f.bucket)
+        self.held.put(self.planner.root.store, read.path, pa.Table.from_batches(stored))
 
     def _look_up(
         self, picked: list[DataFile], above: list[DataFile], keys_of: Callable[[DataFile], pa.Table]
@@ -275,18 +354,24 @@ class LookupCompaction:
         holds, and those keys (a table per file); ``keys_of``: a file's live keys."""
         if not above:
             return {}, []
-        wanted = _distinct(pa.concat_tables([keys_of(f) for f in picked]), self.keys)
+        wanted = pa.concat_tables([keys_of(f) for f in picked])
         low = min(self.planner.key(f.min_key) for f in picked)
         high = max(self.planner.key(f.max_key) for f in picked)
+        met = [f for f in above if not (self.planner.key(f.max_key) < low or self.planner.key(f.min_key) > high)]
+        if not met:
+            return {}, []
+        tables = [keys_of(f) for f in met]  # one probe of every file's keys: the wanted keys hashed once
+        files = pa.concat_tables(
+            [t.append_column(FILE, pa.array(np.full(t.num_rows, i, np.int32))) for i, t in enumerate(tables)]
+        )
+        match = _matching(files, wanted, self.keys)
+        which = match.column(FILE).to_numpy()
         found: dict[str, np.ndarray] = {}
         hits = []
-        for f in above:
-            if self.planner.key(f.max_key) < low or self.planner.key(f.min_key) > high:
-                continue
-            match = keys_of(f).join(wanted, self.keys, join_type="inner")
-            if match.num_rows:
-                found[f.name] = np.sort(match.column(POSITION).to_numpy())
-                hits.append(match.select(self.keys))
+        for i in np.unique(which):  # the matches of each file, in file order
+            mine = match.filter(pa.array(which == i))
+            found[met[i].name] = mine.column(POSITION).to_numpy()
+            hits.append(mine.select(self.keys))
         return found, hits
 
     def _shadowed(
@@ -296,23 +381,27 @@ class LookupCompaction:
         already above (``hits``), which the compaction leaves out."""
         if not hits:
             return {}
-        taken = _distinct(pa.concat_tables(hits), self.keys)
+        taken = pa.concat_tables(hits)
         out = {}
         for f in picked:
-            match = keys_of(f).join(taken, self.keys, join_type="inner")
+            match = _matching(keys_of(f), taken, self.keys)
             if match.num_rows:
-                out[f.name] = np.sort(match.column(POSITION).to_numpy())
+                out[f.name] = match.column(POSITION).to_numpy()
         return out
 
     def _keys(self, read: FileRead, f: DataFile) -> pa.Table:
         """The key columns of a file's live rows, and each row's position."""
         names = [read.columns[self.planner.read.index(k)] for k in self.keys]
         store = self.planner.root.store
-        try:
-            with store.open_input(read.path) as source:
-                table = pq.ParquetFile(source).read(columns=names)
-        except FileNotFoundError as e:
-            raise CorruptTableError(f"data file {store.display(read.path)} is missing") from e
+        held = self._held(f, read)
+        if held is not None:
+            table = held.select(names)
+        else:
+            try:
+                with store.open_input(read.path) as source:
+                    table = pq.ParquetFile(source).read(columns=names)
+            except FileNotFoundError as e:
+                raise CorruptTableError(f"data file {store.display(read.path)} is missing") from e
         # In the table's types (a file of an older schema may differ in nullability), for joins.
         columns = [table.column(i).cast(self.schema.field(k).type) for i, k in enumerate(self.keys)]
         table = pa.table([*columns, pa.array(np.arange(table.num_rows))], names=[*self.keys, POSITION])
@@ -350,12 +439,39 @@ class LookupCompaction:
 
 
 def _union(a: np.ndarray | None, b: np.ndarray) -> np.ndarray:
+    """The ascending positions in ``a`` or ``b`` (each ascending), each once."""
     b = b.astype(np.uint64)
-    return b if a is None else np.union1d(a.astype(np.uint64), b)
+    if a is None:
+        return b
+    both = np.concatenate((a.astype(np.uint64), b))
+    both.sort()  # (of two sorted runs: cheaper than np.union1d's hashing)
+    return both[np.concatenate(([True], both[1:] != both[:-1]))]
+
+
+def _matching(rows: pa.Table, wanted: pa.Table, keys: list[str]) -> pa.Table:
+    """The rows of ``rows`` (files' keys and positions, in file order, the files numbered
+    in ``FILE`` if several) whose key is among ``wanted``'s, in that order (so each
+    file's positions ascend)."""
+    if len(keys) == 1:  # a hash set of the wanted keys, probed by each row: no join
+        (key,) = keys
+        return rows.filter(pc.is_in(rows.column(key), value_set=wanted.column(key).combine_chunks()))
+    match = rows.join(_distinct(wanted, keys), keys, join_type="inner")
+    order = [(c, "ascending") for c in (FILE, POSITION) if c in match.column_names]
+    return match.take(pc.sort_indices(match, sort_keys=order))
 
 
 def _distinct(table: pa.Table, keys: list[str]) -> pa.Table:
     return table.group_by(keys).aggregate([]).select(keys)
+
+
+def _in_memory(read: FileRead, rows: pa.Table) -> FileRead:
+    """``read`` as ``rows`` alone (rows of its file, as stored), held as a Parquet file in
+    memory: only the columns the read takes, written plainly (no compression, dictionary
+    or statistics), as it is read once."""
+    rows = rows.select([c for c in dict.fromkeys(read.columns) if c is not None])
+    sink = pa.BufferOutputStream()
+    pq.write_table(rows, sink, compression="none", use_dictionary=False, write_statistics=False)
+    return dataclasses.replace(read, deleted=None, rows=rows.num_rows, content=sink.getvalue().to_pybytes())
 
 
 def _only(read: FileRead, positions: np.ndarray) -> FileRead:

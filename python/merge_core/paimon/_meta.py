@@ -248,6 +248,29 @@ def live_entries(root: Location, snapshot: Snapshot) -> list[dict[str, Any]]:
     return list(live.values())
 
 
+class LiveEntries:
+    """The live entries of the snapshot read last, kept while it stays the one asked for:
+    a snapshot is known by its id and manifest lists (whose names are never reused), so
+    a write's sequence numbers, its compaction's plan and its commit's first attempt,
+    all on the same latest snapshot, read its manifests once."""
+
+    def __init__(self) -> None:
+        self._known: tuple[tuple[int, str, str], list[dict[str, Any]], list[DataFile]] | None = None
+
+    def entries(self, root: Location, snapshot: Snapshot) -> list[dict[str, Any]]:
+        return list(self._of(root, snapshot)[1])
+
+    def files(self, root: Location, snapshot: Snapshot) -> list[DataFile]:
+        return list(self._of(root, snapshot)[2])
+
+    def _of(self, root: Location, snapshot: Snapshot) -> tuple[Any, list[dict[str, Any]], list[DataFile]]:
+        key = (snapshot.id, snapshot.base_manifest_list, snapshot.delta_manifest_list)
+        if self._known is None or self._known[0] != key:
+            entries = live_entries(root, snapshot)
+            self._known = (key, entries, [DataFile.of(e) for e in entries])
+        return self._known
+
+
 def live_files(root: Location, snapshot: Snapshot) -> list[DataFile]:
     """The data files of ``snapshot``."""
     return [DataFile.of(e) for e in live_entries(root, snapshot)]

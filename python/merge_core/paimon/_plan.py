@@ -36,12 +36,15 @@ OPEN_FILE_COST = 4 << 20
 class FileRead:
     """One data file as a read takes it: its path on the table's store, which of its
     columns give each column of the read (``None``: the file predates the column, which
-    reads as null), and the positions of its deleted rows."""
+    reads as null), and the positions of its deleted rows. ``content``: the file's rows
+    held in memory as a Parquet file of their own (a lookup compaction's rows found in a
+    file it keeps decoded, ``_file_rows``), read instead of ``path``."""
 
     path: str
     columns: tuple[str | None, ...]
     deleted: np.ndarray | None
     rows: int
+    content: bytes | None = None
 
 
 @dataclass(frozen=True)

@@ -53,12 +53,14 @@ from ._compact import CompactTask, compaction_tasks, top_level, write_only, writ
 from ._core_options import READ, SNAPSHOT_CHOICE, WRITE, check_options, refuse
 from ._dv import DvUpdate, bucket_index_files, deleted_positions, write_index
 from ._expire import expire_snapshots
+from ._file_rows import FileRows
 from ._hash_index import index_file
 from ._key_filter import first_key_bounds
 from ._lookup import ChangelogIo, LookupCompaction, needs_lookup
 from ._merge_options import PaimonMerge, merge_from_paimon_options, paimon_options
 from ._meta import (
     DataFile,
+    LiveEntries,
     Snapshot,
     deletion_vectors,
     last_identifier,
@@ -127,8 +129,10 @@ class Table:
         self._root = root
         # The live files of the snapshot planned last, by its manifest lists (whose names
         # are never reused): a table read again and again, as by point lookups, reads
-        # its manifests once per snapshot.
-        self._planned_files: tuple[tuple[int, str, str], list[DataFile]] | None = None
+        # its manifests once per snapshot, and so do a write, its compaction and its commit.
+        self._live = LiveEntries()
+        # The rows of files above level 0 that writes' lookup compactions met (``_lookup``).
+        self._file_rows = FileRows()
         self._use(schema)
 
     def _use(self, schema: TableSchema) -> None:
@@ -468,6 +472,7 @@ class Table:
             )
         else:
             write = TableWrite(self._root, self._schema, self._setup, row_kind, memory_limit, spill_dir, threads)
+            write.live_entries = self._live.entries
             if write_only(self._schema.options):
                 pass  # Paimon's writers then never compact (its NoopCompactManager): compact() does
             elif needs_lookup(self._schema.options):
@@ -486,7 +491,7 @@ class Table:
             return messages
         latest = latest_snapshot_id(self._root)
         snap = self.snapshot(latest) if latest is not None else _no_snapshot(self._schema)
-        live = [] if latest is None else live_entries(self._root, snap)
+        live = [] if latest is None else self._live.entries(self._root, snap)
         tasks = written_tasks(live, written, snap.id, self._schema)
         if not tasks:
             return messages
@@ -527,7 +532,8 @@ class Table:
                 functools.partial(remove_data_file, self._root, planner.schema),
             )
         merge_into = functools.partial(self._merge_into, planner)
-        compaction = LookupCompaction(planner, snap, live, merge_into, changelog)
+        self._file_rows.retain({f.name for f in live})
+        compaction = LookupCompaction(planner, snap, live, merge_into, changelog, self._file_rows, not overwrite)
         out: list[CommitMessage] = []
         try:
             for m in messages:
@@ -607,17 +613,20 @@ class Table:
         picked: list[DataFile],
         level: int,
         merged: list[pa.RecordBatch] | None = None,
+        stored: dict[str, list[pa.RecordBatch]] | None = None,
     ) -> tuple[dict[str, Any], ...]:
         """Merges ``sections`` (of the bucket of the ``picked`` files), deletes dropped, into
         one run at ``level``, each row keeping its sequence number; returns its files'
-        records (none: no row left). The merged rows are also kept in ``merged``, if given."""
+        records (none: no row left). The merged rows are also kept in ``merged``, if given,
+        and each file's rows as stored in ``stored``, by file name (while they fit the
+        table's ``FileRows``)."""
         schema, first = planner.schema, picked[0]
         columns = list(schema.arrow.names)
         parts = tuple(Section(tuple(tuple(run) for run in section)) for section in sections)
         whole = Split(planner.snapshot.id, schema.id, tuple(columns), (), first.bucket, parts)
         stream = self._compaction_stream(whole, schema, [*columns, SEQUENCE_NUMBER])
         lowest = min(f.min_sequence for f in picked)
-        return self._write_merged(stream, schema, first.partition, first.bucket, level, lowest, 1, merged)
+        return self._write_merged(stream, schema, first.partition, first.bucket, level, lowest, 1, merged, stored)
 
     def bucket_ids(self, data: pa.RecordBatch, row_kind: str | None = None) -> pa.Int32Array:
         """Each row's bucket, as a write assigns it (Paimon's bucket function over the
@@ -668,7 +677,7 @@ class Table:
                 return commit_overwrite(self._root, self._schema, messages, spec, dynamic_overwrite)
             if any(m.overwrite for m in messages):
                 raise InvalidInputError("these messages come from an overwrite write: commit them with overwrite=")
-            committer = Committer(self._root, self._schema, commit_user, *identifier)
+            committer = Committer(self._root, self._schema, commit_user, *identifier, live_of=self._live.entries)
             try:
                 return committer.commit(messages)
             except CommitConflictError:
@@ -928,15 +937,23 @@ class Table:
         lowest: int,
         threads: int,
         merged: list[pa.RecordBatch] | None = None,
+        stored: dict[str, list[pa.RecordBatch]] | None = None,
     ) -> tuple[dict[str, Any], ...]:
         """Writes merged rows as one run at ``level``, its files rolled at
         ``target-file-size`` (rows without sequence numbers are numbered from ``lowest``);
         returns their records, or nothing if no row was left. The rows are also kept in
-        ``merged``, if given."""
+        ``merged``, if given, and each file's as stored in ``stored``, by file name."""
         with Encoders(check_threads(threads)) as encoders:
 
             def open_file(first_sequence: int) -> DataFileWriter:
-                return DataFileWriter(self._root, schema, partition, bucket, level, first_sequence, encoders)
+                keep = None if stored is None else []
+                budget = self._file_rows.budget
+                f = DataFileWriter(
+                    self._root, schema, partition, bucket, level, first_sequence, encoders, keep=keep, keep_bytes=budget
+                )
+                if keep is not None:
+                    stored[f.name] = keep
+                return f
 
             writer = RollingDataFiles(open_file, lowest, target_file_size(schema))
             try:
@@ -1179,10 +1196,7 @@ class Table:
 
     def _live_files(self, snap: Snapshot) -> list[DataFile]:
         """``snap``'s live files, read from its manifests once while it stays the one planned."""
-        key = (snap.id, snap.base_manifest_list, snap.delta_manifest_list)
-        if self._planned_files is None or self._planned_files[0] != key:
-            self._planned_files = (key, live_files(self._root, snap))
-        return list(self._planned_files[1])
+        return self._live.files(self._root, snap)
 
     def read_split(self, split: Split, batch_size: int = READ_BATCH_ROWS, threads: int = 1) -> Stream:
         """The merged rows of one split, with the columns it was planned for."""
@@ -1484,9 +1498,15 @@ def _compactions(messages: Sequence[CommitMessage]) -> list[CommitMessage]:
 
 
 def _compaction_part(m: CommitMessage) -> CommitMessage:
-    """The files a message's compaction wrote, as a message to abort."""
+    """The files a message's compaction wrote, as a message to abort (not those it only
+    moved to another level: see ``CommitMessage.data_files``)."""
     return CommitMessage(
-        m.partition, m.bucket, m.total_buckets, compact_after=m.compact_after, compact_changelog=m.compact_changelog
+        m.partition,
+        m.bucket,
+        m.total_buckets,
+        compact_before=m.compact_before,
+        compact_after=m.compact_after,
+        compact_changelog=m.compact_changelog,
     )
 
 
@@ -1586,7 +1606,8 @@ def _checked_schema(root: Location, schema_id: int) -> TableSchema:
 
 
 def _planned(store: Store, f: FileRead) -> _native.PlannedFile:
-    return _native.PlannedFile(store.display(f.path), list(f.columns), _positions(f.deleted), _fetcher(store, f.path))
+    fetch = _fetcher(store, f.path) if f.content is None else functools.partial(bytes, f.content)
+    return _native.PlannedFile(store.display(f.path), list(f.columns), _positions(f.deleted), fetch)
 
 
 def _fetcher(store: Store, path: str) -> Callable[[], bytes] | None:

@@ -39,7 +39,7 @@ from ._changelog import INPUT, InputChangelog, producer
 from ._commit import CommitMessage
 from ._dynamic_bucket import DYNAMIC, MAX_BUCKETS, DynamicBuckets
 from ._merge_options import PaimonMerge
-from ._meta import Snapshot, latest_snapshot_id, live_files
+from ._meta import Snapshot, latest_snapshot_id, live_entries
 from ._options import bool_option, int_option, long_option, memory_bytes
 from ._paths import Layout
 from ._plan import SEQUENCE_NUMBER, VALUE_KIND
@@ -130,6 +130,8 @@ class TableWrite:
         self._encode_memory = options["memory_limit"] // ENCODE_SHARE
         self._done = False
         self.overwrite = False
+        # A snapshot's live entries (Table.new_write gives the Table's, which it keeps for the commit).
+        self.live_entries: Callable[[Location, Snapshot], list[dict[str, Any]]] = live_entries
         # Set by Table.new_write where a write's level-0 files must be compacted at once (``_lookup``).
         self.level_zero_compaction: Callable[[list[CommitMessage], bool], list[CommitMessage]] | None = None
 
@@ -183,7 +185,7 @@ class TableWrite:
 
     def next_sequences(self) -> dict[tuple[bytes, int], int]:
         """Each bucket's next sequence number, by (partition, bucket) (none: from 0)."""
-        return {} if self.overwrite else _next_sequences(self.root)
+        return {} if self.overwrite else _next_sequences(self.root, self.live_entries)
 
     def prepare_commit(self) -> list[CommitMessage]:
         """Writes the data files and returns what to commit, one message per (partition,
@@ -388,16 +390,18 @@ def _version_index(keys: list[pa.Array], last_key: tuple | None, last_index: int
     return index
 
 
-def _next_sequences(root: Location) -> dict[tuple[bytes, int], int]:
+def _next_sequences(
+    root: Location, live_of: Callable[[Location, Snapshot], list[dict[str, Any]]] = live_entries
+) -> dict[tuple[bytes, int], int]:
     """Each bucket's next sequence number: one past the largest of its live files, as
-    Paimon's writers continue a bucket."""
+    Paimon's writers continue a bucket (``live_of``: a snapshot's live entries)."""
     latest = latest_snapshot_id(root)
     if latest is None:
         return {}
     out: dict[tuple[bytes, int], int] = {}
-    for f in live_files(root, Snapshot.load(root, latest)):
-        key = (f.partition, f.bucket)
-        out[key] = max(out.get(key, 0), f.max_sequence + 1)
+    for e in live_of(root, Snapshot.load(root, latest)):
+        key = (e["_PARTITION"], e["_BUCKET"])
+        out[key] = max(out.get(key, 0), e["_FILE"]["_MAX_SEQUENCE_NUMBER"] + 1)
     return out
 
 
@@ -426,7 +430,8 @@ class DataFileWriter:
     without ``_VALUE_KIND`` are adds. The Parquet encoding runs on ``encoders`` (on the
     caller's thread by default), one step of a file after another, each step a row group
     of ``ROW_GROUP_ROWS`` rows or the encoders' ``row_group_bytes``, whichever is reached
-    first."""
+    first. ``keep``: a list that gets the file's rows as stored, batch by batch, while
+    they take at most ``keep_bytes`` (past that it is emptied and gets no more)."""
 
     def __init__(
         self,
@@ -439,8 +444,11 @@ class DataFileWriter:
         encoders: Encoders | None = None,
         layout: Layout | None = None,
         changelog: bool = False,
+        keep: list[pa.RecordBatch] | None = None,
+        keep_bytes: int = 0,
     ):
         self.root, self.schema, self.level = root, schema, level
+        self.keep, self._keep_room = keep, keep_bytes
         self.encoders = encoders or Encoders(1)
         self._last: Future[Any] | None = None  # this file's latest encoding step
         self.partition, self.bucket = partition, bucket
@@ -487,6 +495,7 @@ class DataFileWriter:
         out = pa.RecordBatch.from_arrays(columns, schema=self.file_schema)
         self._track(out, n)
         self.value_stats.add(out)
+        self._kept(out)
         self._gather(out)
 
     def size_ratio(self) -> float:
@@ -507,6 +516,16 @@ class DataFileWriter:
         if self._last is not None:
             self._last.result()
         return self._encoded[1]
+
+    def _kept(self, batch: pa.RecordBatch) -> None:
+        if self.keep is None:
+            return
+        self._keep_room -= batch.nbytes
+        if self._keep_room < 0:
+            self.keep.clear()
+            self.keep = None
+        else:
+            self.keep.append(batch)
 
     def _gather(self, batch: pa.RecordBatch) -> None:
         """Adds rows to the row group being gathered, handing each full one to encoding."""

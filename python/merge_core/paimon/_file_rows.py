@@ -1,0 +1,107 @@
+"""The rows of data files that lookup compactions meet again and again, kept decoded
+between a table's writes.
+
+A write to a deletion-vector (or first-row, or lookup-changelog) table compacts its
+level-0 files by lookup (``_lookup``): each key it wrote is looked up in the files of the
+levels above, and the rows found are merged into the output. Without a cache every write
+decodes the key column of every file above, and then every column of the pages that
+hold a found row (all of them, for random keys): the same files, commit after commit.
+This cache keeps each such file's rows, as stored (every column of the file, in its own
+types), so that a lookup and the rows it finds cost no decoding once a file is held.
+
+The cache answers only for files as they are on disk now: an entry is keyed by the
+file's path and what ``stat`` says of it (size, inode, the times of its last
+modification and status change), so a file replaced at its path is a miss, never its
+predecessor's rows. What a file's rows are *worth* is decided elsewhere: the live files
+and their deletion vectors come from each write's latest snapshot, whoever committed it
+(another merge-core, pypaimon, Java), never from the cache. Files of other stores than
+the local disk are never held (no cheap identity to check).
+
+Bounded by a byte budget (the rows' Arrow size), least recently used first out; files
+no longer live are dropped by :meth:`FileRows.retain`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import OrderedDict
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ..errors import CorruptTableError
+from ..fs import Store
+
+DEFAULT_BUDGET = 256 << 20
+
+Identity = tuple[int, int, int, int]
+
+
+def identity(path: str) -> Identity | None:
+    """What distinguishes the file at ``path`` now from any file there before (None: none there)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return st.st_size, st.st_ino, st.st_mtime_ns, st.st_ctime_ns
+
+
+class FileRows:
+    """Data files' rows as stored, by path, checked against the file on disk at each use."""
+
+    def __init__(self, budget: int = DEFAULT_BUDGET):
+        self.budget = budget
+        self._entries: OrderedDict[str, tuple[Identity, pa.Table]] = OrderedDict()
+        self.bytes = 0
+        self.hits = self.misses = 0
+
+    def rows(self, store: Store, path: str) -> pa.Table | None:
+        """The rows of the data file at ``path``: held, or decoded now and kept (within the
+        budget); ``None`` for a file off the local disk, which the caller reads itself."""
+        if not store.local or self.budget <= 0:
+            return None
+        now = identity(path)
+        if now is None:
+            raise CorruptTableError(f"data file {store.display(path)} is missing")
+        held = self._entries.get(path)
+        if held is not None and held[0] == now:
+            self.hits += 1
+            self._entries.move_to_end(path)
+            return held[1]
+        self.misses += 1
+        table = pq.ParquetFile(path).read()  # (read_table would add a hive partition's columns)
+        if identity(path) == now:  # not replaced while it was read
+            self._keep(path, now, table)
+        return table
+
+    def put(self, store: Store, path: str, table: pa.Table) -> None:
+        """Keeps ``table`` as the rows of the file just written at ``path``."""
+        if store.local and self.budget > 0:
+            now = identity(path)
+            if now is not None:
+                self._keep(path, now, table)
+
+    def retain(self, names: set[str]) -> None:
+        """Drops every file whose name is not in ``names`` (the live files of the latest
+        snapshot: a data file's name is unique in its table)."""
+        for path in [p for p in self._entries if os.path.basename(p) not in names]:
+            self._drop(path)
+
+    def stats(self) -> dict[str, Any]:
+        return {"entries": len(self._entries), "bytes": self.bytes, "hits": self.hits, "misses": self.misses}
+
+    def _keep(self, path: str, now: Identity, table: pa.Table) -> None:
+        self._drop(path)
+        size = table.nbytes
+        if size > self.budget:
+            return
+        self._entries[path] = (now, table)
+        self.bytes += size
+        while self.bytes > self.budget:
+            self._drop(next(iter(self._entries)))
+
+    def _drop(self, path: str) -> None:
+        held = self._entries.pop(path, None)
+        if held is not None:
+            self.bytes -= held[1].nbytes
