@@ -24,6 +24,7 @@ no longer live are dropped by :meth:`FileRows.retain`.
 from __future__ import annotations
 
 import os
+import threading
 from collections import OrderedDict
 from typing import Any
 
@@ -48,10 +49,12 @@ def identity(path: str) -> Identity | None:
 
 
 class FileRows:
-    """Data files' rows as stored, by path, checked against the file on disk at each use."""
+    """Data files' rows as stored, by path, checked against the file on disk at each use.
+    Safe to share between threads (writes through one Table from a thread pool)."""
 
     def __init__(self, budget: int = DEFAULT_BUDGET):
         self.budget = budget
+        self._lock = threading.Lock()
         self._entries: OrderedDict[str, tuple[Identity, pa.Table]] = OrderedDict()
         self.bytes = 0
         self.hits = self.misses = 0
@@ -64,12 +67,13 @@ class FileRows:
         now = identity(path)
         if now is None:
             raise CorruptTableError(f"data file {store.display(path)} is missing")
-        held = self._entries.get(path)
-        if held is not None and held[0] == now:
-            self.hits += 1
-            self._entries.move_to_end(path)
-            return held[1]
-        self.misses += 1
+        with self._lock:
+            held = self._entries.get(path)
+            if held is not None and held[0] == now:
+                self.hits += 1
+                self._entries.move_to_end(path)
+                return held[1]
+            self.misses += 1
         table = pq.ParquetFile(path).read()  # (read_table would add a hive partition's columns)
         if identity(path) == now:  # not replaced while it was read
             self._keep(path, now, table)
@@ -85,21 +89,23 @@ class FileRows:
     def retain(self, names: set[str]) -> None:
         """Drops every file whose name is not in ``names`` (the live files of the latest
         snapshot: a data file's name is unique in its table)."""
-        for path in [p for p in self._entries if os.path.basename(p) not in names]:
-            self._drop(path)
+        with self._lock:
+            for path in [p for p in self._entries if os.path.basename(p) not in names]:
+                self._drop(path)
 
     def stats(self) -> dict[str, Any]:
         return {"entries": len(self._entries), "bytes": self.bytes, "hits": self.hits, "misses": self.misses}
 
     def _keep(self, path: str, now: Identity, table: pa.Table) -> None:
-        self._drop(path)
-        size = table.nbytes
-        if size > self.budget:
-            return
-        self._entries[path] = (now, table)
-        self.bytes += size
-        while self.bytes > self.budget:
-            self._drop(next(iter(self._entries)))
+        with self._lock:
+            self._drop(path)
+            size = table.nbytes
+            if size > self.budget:
+                return
+            self._entries[path] = (now, table)
+            self.bytes += size
+            while self.bytes > self.budget:
+                self._drop(next(iter(self._entries)))
 
     def _drop(self, path: str) -> None:
         held = self._entries.pop(path, None)
