@@ -45,9 +45,28 @@ def spark(_local_spark):
     return _local_spark.live()
 
 
+# Test files by when they should start. Under pytest-xdist with --dist loadfile (test.sh,
+# two workers) a file goes whole to the next free worker, in collection order when xdist
+# is told not to reorder (--no-loadscope-reorder; its default hands out the files with
+# the most tests first, which left the few long ones, the cluster tests and the bench,
+# to the end, one worker idle meanwhile): the longest files go first (times on a fresh
+# clone, 2 cores). The one test with a time bound (Ctrl-C stops a merge within 3 s)
+# goes last, away from the cluster tests' JVMs: beside them it once took 3.5 s.
+FIRST = [
+    "test_spark_cluster.py",  # about 5 min: a standalone cluster, a wheel, a Connect server
+    "test_bench.py",  # about 3 min: every suite of merge-core bench at its tiny scale
+    "test_docs.py",  # about 1.5 min: the demo on Spark, the guides' examples
+]
+LAST = ["test_interrupts.py"]
+
+
 def pytest_collection_modifyitems(items):
-    """The cluster tests run last. Run first, they overlapped the rest of the suite, whose
-    timing-bound tests then ran beside three more JVMs: a Ctrl-C test took 3.5 s to stop
-    against its 3 s bound. (The local session they stop is started again for any Spark
-    test after them: ``spark``.)"""
-    items.sort(key=lambda item: item.get_closest_marker("cluster") is not None)
+    """Orders the tests by ``FIRST`` and ``LAST``, the rest as collected."""
+
+    def rank(item) -> int:
+        name = item.path.name
+        if name in FIRST:
+            return FIRST.index(name)
+        return len(FIRST) + 1 if name in LAST else len(FIRST)
+
+    items.sort(key=rank)
