@@ -14,8 +14,11 @@ cargo fmt --check
 # are silently ignored.) pytest runs before the Rust tests: the cluster tests build
 # merge-core's wheel with maturin, in the environment setup.sh built the extension in, so
 # cargo reuses that build; after the Rust tests (other pyo3 settings, below) it would
-# compile pyo3 and the crate again (about 5 min here).
-.venv/bin/python -m pytest tests python/merge_core --doctest-modules -n "${PYTEST_WORKERS:-2}" --dist loadfile "$@"
+# compile pyo3 and the crate again (about 5 min here). Files are handed out in the order
+# tests/conftest.py gives them (the longest first), not xdist's default of the files with
+# the most tests first (--no-loadscope-reorder).
+.venv/bin/python -m pytest tests python/merge_core --doctest-modules -n "${PYTEST_WORKERS:-2}" --dist loadfile \
+    --no-loadscope-reorder "$@"
 # The Rust tests build in the profile and with the features of the extension setup.sh
 # built (release, python), so they reuse every dependency it compiled; pyo3 finds the
 # .venv's interpreter, as under maturin. clippy lints the crate's own targets as they

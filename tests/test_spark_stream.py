@@ -229,10 +229,6 @@ def test_a_replayed_batch_is_committed_once_and_a_failed_one_leaves_nothing(tmp_
 
 @pytest.fixture(scope="module")
 def source(spark):
-    if spark.sparkContext._jsc is None:
-        # The shared session was stopped in this worker (by the cluster tests' driver,
-        # conftest): seen once on a fresh clone. This module then starts its own.
-        spark = mcs.local_session("local[2]", "merge-core-stream-tests", **{"spark.sql.shuffle.partitions": "2"})
     mcs.register(spark)
     return spark
 
