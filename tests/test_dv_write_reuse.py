@@ -49,6 +49,12 @@ class Model:
         return as_tuples(list(self.rows.values()))
 
 
+def write_modelled(table: mc.Table, model: Model, rows: list[dict]) -> None:
+    """Writes ``rows`` to ``table`` and adds them to its ``model``."""
+    write_rows(table, rows)
+    model.add(rows)
+
+
 def all_read(root: Path, model: Model) -> None:
     mine, py, rust = peers_read(root)
     assert mine == py == rust == model.expected()
@@ -83,8 +89,7 @@ def test_later_writes_take_the_rows_found_from_the_files_kept(tmp_path):
     model = Model()
     for i, keys in enumerate([range(0, 400), range(0, 400, 3), range(1, 500, 7), range(0, 400, 2)]):
         batch = rows(keys, i + 1, f"w{i}")
-        write_rows(table, batch)
-        model.add(batch)
+        write_modelled(table, model, batch)
         all_read(root, model)
     assert table._file_rows.stats()["hits"] > 0, "the writes found rows in files they kept"
 
@@ -94,21 +99,17 @@ def test_a_pypaimon_write_and_another_tables_compaction_between_writes(tmp_path)
     table = mc.Table.create(root, SCHEMA, key=["k", "p"], buckets=1, merge=SUM, options=DV)
     model = Model()
     first = rows(range(300), 1, "mc1")
-    write_rows(table, first)
-    model.add(first)
-    write_rows(table, rows(range(0, 300, 5), 10, "mc2"))
-    model.add(rows(range(0, 300, 5), 10, "mc2"))
+    write_modelled(table, model, first)
+    write_modelled(table, model, rows(range(0, 300, 5), 10, "mc2"))
     # pypaimon's rows land at level 0, and pypaimon writes no deletion vectors: the next
     # merge-core write compacts them with its own.
     theirs = [{"k": k, "p": "a", "v": 100, "w": "py"} for k in range(0, 300, 4)]
     pypaimon_commit(catalog(root).get_table(identifier(root)), theirs, SCHEMA)
     model.add([{**r, KIND: "+I"} for r in theirs])
-    write_rows(table, rows(range(0, 300, 6), 1000, "mc3"))
-    model.add(rows(range(0, 300, 6), 1000, "mc3"))
+    write_modelled(table, model, rows(range(0, 300, 6), 1000, "mc3"))
     all_read(root, model)
     mc.Table.open(root).compact(full=True)  # another Table object rewrites every file the first holds
-    write_rows(table, rows(range(0, 300, 7), 5000, "mc4"))
-    model.add(rows(range(0, 300, 7), 5000, "mc4"))
+    write_modelled(table, model, rows(range(0, 300, 7), 5000, "mc4"))
     all_read(root, model)
 
 
@@ -117,8 +118,7 @@ def test_a_file_replaced_at_its_path_is_not_taken_from_the_rows_kept(tmp_path):
     table = mc.Table.create(root, SCHEMA, key=["k", "p"], buckets=1, merge=SUM, options=DV)
     model = Model()
     for i, keys in enumerate([range(2000), range(0, 2000, 50)]):  # a big file at the top, a small one below
-        write_rows(table, rows(keys, i + 1, f"w{i}"))
-        model.add(rows(keys, i + 1, f"w{i}"))
+        write_modelled(table, model, rows(keys, i + 1, f"w{i}"))
     all_read(root, model)
     (top,) = [f["path"] for f in table.files() if f["level"] == 5]
     assert table._file_rows.stats()["entries"] == 2, "the top file met by the lookup, the file written below"
@@ -132,8 +132,7 @@ def test_a_file_replaced_at_its_path_is_not_taken_from_the_rows_kept(tmp_path):
         os.replace(path.with_suffix(".tmp"), path)
     live = mc.Table.open(root).read().read_all().to_pylist()
     model.rows = {r["k"]: r for r in live}
-    write_rows(table, rows(range(0, 2000, 40), 7, "after"))
-    model.add(rows(range(0, 2000, 40), 7, "after"))
+    write_modelled(table, model, rows(range(0, 2000, 40), 7, "after"))
     assert top in {f["path"] for f in table.files()}, "the top file stayed: its rows were looked up"
     # (The peers go by the sizes and statistics the manifests hold, which no longer fit the files.)
     assert as_tuples(table.read().read_all().to_pylist()) == model.expected()
@@ -143,16 +142,14 @@ def test_a_write_into_an_empty_bucket_moves_its_file_up_unchanged(tmp_path):
     root = tmp_path / "db.db" / "t"
     table = mc.Table.create(root, SCHEMA, key=["k", "p"], buckets=2, merge=SUM, options=DV)
     model = Model()
-    write_rows(table, rows(range(100), 1, "one"))
-    model.add(rows(range(100), 1, "one"))
+    write_modelled(table, model, rows(range(100), 1, "one"))
     appended, compacted = table.snapshots()
     level_zero = {f["path"]: f["level"] for f in table.files(appended)}
     top = {f["path"]: f["level"] for f in table.files(compacted)}
     assert set(level_zero.values()) == {0} and set(top.values()) == {5}
     assert top.keys() == level_zero.keys(), "the same files, a level up (Paimon's upgrade)"
     all_read(root, model)
-    write_rows(table, rows(range(0, 100, 2), 2, "two"))  # a bucket that has files: merged, rewritten
-    model.add(rows(range(0, 100, 2), 2, "two"))
+    write_modelled(table, model, rows(range(0, 100, 2), 2, "two"))  # a bucket that has files: merged, rewritten
     assert not {f["path"] for f in table.files() if f["level"] == 4} & level_zero.keys()
     all_read(root, model)
 
@@ -189,8 +186,7 @@ def test_a_failed_compaction_commit_keeps_the_upgraded_file(tmp_path, monkeypatc
         assert (root / f["path"]).exists()
     model = Model()  # (a batch read of the table skips level 0 until a compaction lands)
     model.add(rows(range(20), 1, "one"))
-    write_rows(table, rows(range(0, 20, 2), 2, "two"))  # the next write compacts both
-    model.add(rows(range(0, 20, 2), 2, "two"))
+    write_modelled(table, model, rows(range(0, 20, 2), 2, "two"))  # the next write compacts both
     all_read(root, model)
 
 
@@ -200,13 +196,11 @@ def test_a_snapshot_id_taken_again_after_a_rollback_is_read_afresh(tmp_path):
     root = tmp_path / "db.db" / "t"
     table = mc.Table.create(root, SCHEMA, key=["k", "p"], buckets=1, merge=SUM, options=DV)
     model = Model()
-    write_rows(table, rows(range(100), 1, "a"))
-    model.add(rows(range(100), 1, "a"))
+    write_modelled(table, model, rows(range(100), 1, "a"))
     write_rows(table, rows(range(0, 100, 2), 10, "b"))  # snapshots 3 (its append) and 4
     table.rollback_to(2)
     theirs = [{"k": k, "p": "a", "v": 100, "w": "py"} for k in range(0, 100, 3)]
     pypaimon_commit(catalog(root).get_table(identifier(root)), theirs, SCHEMA)  # snapshot 3 again
     model.add([{**r, KIND: "+I"} for r in theirs])
-    write_rows(table, rows(range(0, 100, 5), 1000, "c"))
-    model.add(rows(range(0, 100, 5), 1000, "c"))
+    write_modelled(table, model, rows(range(0, 100, 5), 1000, "c"))
     all_read(root, model)
