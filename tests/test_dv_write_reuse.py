@@ -204,3 +204,23 @@ def test_a_snapshot_id_taken_again_after_a_rollback_is_read_afresh(tmp_path):
     model.add([{**r, KIND: "+I"} for r in theirs])
     write_modelled(table, model, rows(range(0, 100, 5), 1000, "c"))
     all_read(root, model)
+
+
+def test_the_rows_kept_stay_within_lookup_cache_max_memory_size(tmp_path):
+    # Paimon's budget of its lookup cache is the budget of the rows a Table keeps decoded.
+    held = {}
+    for budget in ("256 mb", "20 kb"):
+        root = tmp_path / budget.replace(" ", "") / "db.db" / "t"
+        options = {**DV, "lookup.cache-max-memory-size": budget}
+        table = mc.Table.create(root, SCHEMA, key=["k", "p"], buckets=1, merge=SUM, options=options)
+        model = Model()
+        for i, keys in enumerate([range(3000), range(0, 3000, 7), range(0, 3000, 11)]):
+            write_modelled(table, model, rows(keys, i + 1, f"w{i}"))
+        all_read(root, model)
+        held[budget] = table._file_rows.stats()["bytes"]
+    assert held["256 mb"] > 20 * 1024, held  # the files above level 0 are held whole...
+    assert 0 < held["20 kb"] <= 20 * 1024, held  # ...or as many as the budget takes
+    table.set_options({"lookup.cache-max-memory-size": "0 b"})
+    write_modelled(table, model, rows(range(0, 3000, 13), 4, "w3"))
+    all_read(root, model)
+    assert table._file_rows.stats()["bytes"] == 0

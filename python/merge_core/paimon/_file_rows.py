@@ -34,6 +34,7 @@ import pyarrow.parquet as pq
 from ..errors import CorruptTableError
 from ..fs import Store
 
+LOOKUP_CACHE_MEMORY = "256 mb"  # lookup.cache-max-memory-size: the budget, as Paimon's default
 DEFAULT_BUDGET = 256 << 20
 
 Identity = tuple[int, int, int, int]
@@ -86,12 +87,16 @@ class FileRows:
             if now is not None:
                 self._keep(path, now, table)
 
-    def retain(self, names: set[str]) -> None:
+    def retain(self, names: set[str], budget: int | None = None) -> None:
         """Drops every file whose name is not in ``names`` (the live files of the latest
-        snapshot: a data file's name is unique in its table)."""
+        snapshot: a data file's name is unique in its table), then the least recently used
+        while more than ``budget`` bytes are held (the table's option may have changed)."""
         with self._lock:
             for path in [p for p in self._entries if os.path.basename(p) not in names]:
                 self._drop(path)
+            self.budget = self.budget if budget is None else budget
+            while self.bytes > self.budget:
+                self._drop(next(iter(self._entries)))
 
     def stats(self) -> dict[str, Any]:
         return {"entries": len(self._entries), "bytes": self.bytes, "hits": self.hits, "misses": self.misses}

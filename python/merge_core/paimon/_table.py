@@ -53,7 +53,7 @@ from ._compact import CompactTask, compaction_tasks, top_level, write_only, writ
 from ._core_options import READ, SNAPSHOT_CHOICE, WRITE, check_options, refuse
 from ._dv import DvUpdate, bucket_index_files, deleted_positions, write_index
 from ._expire import expire_snapshots
-from ._file_rows import FileRows
+from ._file_rows import LOOKUP_CACHE_MEMORY, FileRows
 from ._hash_index import index_file
 from ._key_filter import first_key_bounds
 from ._lookup import ChangelogIo, LookupCompaction, needs_lookup
@@ -69,7 +69,7 @@ from ._meta import (
     live_files,
     snapshot_ids,
 )
-from ._options import bool_option, int_option
+from ._options import bool_option, int_option, memory_bytes
 from ._overwrite import commit_overwrite, drop_partitions, overwrite_spec, truncate
 from ._paths import Layout, file_name
 from ._plan import SEQUENCE_NUMBER, VALUE_KIND, FileRead, Plan, Planner, Section, Split
@@ -532,7 +532,8 @@ class Table:
                 functools.partial(remove_data_file, self._root, planner.schema),
             )
         merge_into = functools.partial(self._merge_into, planner)
-        self._file_rows.retain({f.name for f in live})
+        budget = memory_bytes(planner.schema.options, "lookup.cache-max-memory-size", LOOKUP_CACHE_MEMORY)
+        self._file_rows.retain({f.name for f in live}, budget)
         compaction = LookupCompaction(planner, snap, live, merge_into, changelog, self._file_rows, not overwrite)
         out: list[CommitMessage] = []
         try:
