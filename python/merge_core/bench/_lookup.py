@@ -10,7 +10,8 @@ each data file's footer and key digests, so that a warm lookup reads no key colu
 file that cannot hold its key. It is timed three ways: warm (the cache filled by an
 untimed pass over the same keys), cold (the cache emptied before every lookup: each
 lookup builds its bucket's entries, reading the files' whole key columns), and with the
-cache turned off (each lookup decodes its files' candidate key pages)."""
+cache turned off (each lookup decodes its files' candidate key pages). After them, a
+filter on a value column whose statistics exclude 90% of the files (``_value_filter``)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ import pyarrow.compute as pc
 import merge_core as mc
 from merge_core.paimon import set_lookup_cache_size
 
+from . import _value_filter
 from ._inputs import Inputs
 from ._measure import Peer, Section, missing, progress, same_rows, time_peers
 from ._table import BUCKETS, pypaimon_contest
@@ -143,4 +145,5 @@ def run(folder: str, inputs: Inputs, repeat: int) -> Section:
         ],
         runs,
         extra_columns=[SHARE],
+        after=_value_filter.lines(folder, inputs.base_rows, repeat),
     )
