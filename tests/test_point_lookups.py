@@ -105,6 +105,27 @@ def test_a_lookup_of_an_absent_key_reads_no_file_past_its_key_column(table):
         assert stats["bytes_read"] < _table_bytes(warehouse) * 0.3, stats
 
 
+def test_a_files_first_lookup_reads_its_key_pages_and_its_second_builds_its_digests(table):
+    """Cold, a lookup reads of each file the key pages that may hold its key (as without
+    the cache); the files' second lookup reads their whole key columns to build their
+    digests; later lookups read no key column of a file without the key."""
+    from merge_core.paimon import lookup_cache_stats, set_lookup_cache_size
+
+    table, warehouse = table
+    set_lookup_cache_size(0)
+    set_lookup_cache_size(128 << 20)
+    try:
+        reads = [table.read(filter=pc.field("k") == key(i)) for i in (4, 40_000, 20_000)]
+        for stream in reads:
+            assert stream.read_all().num_rows == 1
+        first, second, third = (stream.stats["bytes_read"] for stream in reads)
+        assert first < second, (first, second)
+        assert third < second, (third, second)
+        assert lookup_cache_stats()["hits"] > 0
+    finally:
+        set_lookup_cache_size(128 << 20)
+
+
 def test_a_range_of_keys_reads_keys_first_and_answers_as_pypaimon(table):
     table, warehouse = table
     expression = (pc.field("k") >= key(2990)) & (pc.field("k") < key(3010))
