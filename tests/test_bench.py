@@ -8,7 +8,7 @@ import re
 import subprocess
 
 import pyarrow as pa
-from merge_core.bench import _measure, _report
+from merge_core.bench import _measure, _report, _value_filter
 from merge_core.bench._measure import Peer, Run, Section
 from test_cli import CLI
 
@@ -55,6 +55,7 @@ def test_bench_command_writes_a_checked_report(tmp_path):
     sort_rows = {r[0]: r for r in table_rows(report, SECTIONS["sort"])}
     assert sort_rows["int64: merge-core"][3] == "1.00x"
     assert "| with the dynamic filter | 365 of 1095 |" in report  # the DPP example reads one year of three
+    assert "opened 2 of 20 files (18 skipped by value statistics" in report  # the lookup section's value filter
     writes = {r[0]: r for r in table_rows(report, SECTIONS["table"])}
     assert set(writes) == {
         "merge-core mc.Table",
@@ -87,6 +88,16 @@ def test_bench_command_writes_a_checked_report(tmp_path):
     spark = {r[0]: r for r in table_rows(report, SECTIONS["spark"])}
     assert all(re.fullmatch(r"[\d.]+", r[6]) for r in spark.values()), spark  # CPU seconds of the process tree
     assert os.listdir(scratch) == [], "the bench left temporary files"
+
+
+def test_the_value_filter_line_counts_the_files_its_statistics_exclude(tmp_path):
+    """The lookup section's value-filter line: of ten months' files (two buckets each), a
+    filter on the day opens one month's; every reader's rows equal merge-core's."""
+    lines = _value_filter.lines(str(tmp_path), 2000, 1)
+    ours = next(line for line in lines if line.startswith("- merge-core"))
+    assert "opened 2 of 20 files (18 skipped by value statistics" in ours, lines
+    peers = [line for line in lines if line.startswith("- ")]
+    assert len(peers) == 4 and all("same rows" in line or "skipped:" in line for line in peers), lines
 
 
 def test_missing_or_failing_peers_are_reported_not_faked():

@@ -15,6 +15,7 @@ import merge_core as mc
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from helpers import pypaimon_commit
 
 pypaimon = pytest.importorskip("pypaimon")
 
@@ -104,6 +105,27 @@ def test_a_lookup_of_an_absent_key_reads_no_file_past_its_key_column(table):
         assert stats["bytes_read"] < _table_bytes(warehouse) * 0.3, stats
 
 
+def test_a_files_first_lookup_reads_its_key_pages_and_its_second_builds_its_digests(table):
+    """Cold, a lookup reads of each file the key pages that may hold its key (as without
+    the cache); the files' second lookup reads their whole key columns to build their
+    digests; later lookups read no key column of a file without the key."""
+    from merge_core.paimon import lookup_cache_stats, set_lookup_cache_size
+
+    table, warehouse = table
+    set_lookup_cache_size(0)
+    set_lookup_cache_size(128 << 20)
+    try:
+        reads = [table.read(filter=pc.field("k") == key(i)) for i in (4, 40_000, 20_000)]
+        for stream in reads:
+            assert stream.read_all().num_rows == 1
+        first, second, third = (stream.stats["bytes_read"] for stream in reads)
+        assert first < second, (first, second)
+        assert third < second, (third, second)
+        assert lookup_cache_stats()["hits"] > 0
+    finally:
+        set_lookup_cache_size(128 << 20)
+
+
 def test_a_range_of_keys_reads_keys_first_and_answers_as_pypaimon(table):
     table, warehouse = table
     expression = (pc.field("k") >= key(2990)) & (pc.field("k") < key(3010))
@@ -134,3 +156,52 @@ def test_a_table_read_again_reads_its_manifests_once_per_snapshot(tmp_path, monk
     assert table.read(filter=pc.field("k") == key(4)).read_all()["v"].to_pylist() == [47]
     assert len(reads) > first
     assert mc.Table.open(tmp_path / "t").read(filter=pc.field("k") == key(4)).read_all()["v"].to_pylist() == [47]
+
+
+def test_lookups_take_a_snapshots_plan_once_and_see_every_new_snapshot(tmp_path, monkeypatch):
+    """One Table looks keys up while other writers commit: merge-core through another
+    Table, pypaimon, a compaction, a delete, and a rollback whose next commit takes the
+    rolled-back snapshot's id again. Each answer equals a model of the rows; lookups of
+    one snapshot decode its files' statistics and plan its buckets once."""
+    from merge_core.paimon import _plan, _skipping
+
+    decoded, planned = [], []
+    decode, plan = _skipping._decoded, _plan.Planner.bucket_splits
+    monkeypatch.setattr(_skipping, "_decoded", lambda *a: decoded.append(1) or decode(*a))
+    monkeypatch.setattr(_plan.Planner, "bucket_splits", lambda self, *a: planned.append(1) or plan(self, *a))
+    path = tmp_path / "db.db" / "t"
+    reader = mc.Table.create(path, SCHEMA, key="k", buckets=2)
+    model: dict[str, int] = {}
+
+    def write(ids, version: int) -> None:
+        mc.Table.open(path).write(_rows(ids, version))
+        model.update({key(i): i * 10 + version for i in ids})
+
+    def check(ids=range(0, 40, 3)) -> None:
+        for i in ids:
+            got = reader.read(columns=["k", "v"], filter=pc.field("k") == key(i)).read_all().to_pylist()
+            assert got == ([{"k": key(i), "v": model[key(i)]}] if key(i) in model else []), (i, got)
+
+    write(range(30), 0)
+    check()
+    decoded.clear(), planned.clear()
+    check()  # the same snapshot: nothing decoded or planned again
+    assert decoded == [] and planned == []
+    write(range(20, 40), 1)
+    check()
+    assert decoded and planned, "a new snapshot was planned from the old one's files"
+    theirs = pypaimon.CatalogFactory.create({"warehouse": str(tmp_path)}).get_table("db.t")
+    pypaimon_commit(theirs, _rows(range(10, 15), 2).to_pylist(), SCHEMA)
+    model.update({key(i): i * 10 + 2 for i in range(10, 15)})
+    check()
+    mc.Table.open(path).compact(full=True)
+    check()
+    mc.Table.open(path).delete(pa.table({"k": [key(3), key(21)]}, schema=pa.schema([SCHEMA.field("k")])))
+    del model[key(3)], model[key(21)]
+    check()
+    snapshot = mc.Table.open(path).snapshots()[-1]
+    mc.Table.open(path).rollback_to(snapshot - 1)  # the delete undone ...
+    model.update({key(3): 30, key(21): 211})
+    write([6], 5)  # ... and its snapshot id taken again by another commit
+    assert mc.Table.open(path).snapshots()[-1] == snapshot
+    check()

@@ -493,8 +493,8 @@ fn decode<T: ChunkReader + 'static>(
 }
 
 /// The file rows that may hold keys of `range`, from the digests of the file's key column
-/// `column` in `cache` (computed from the whole column, decoded by `decode`, on a miss);
-/// `None` when its keys have no digests.
+/// `column` in `cache` (computed from the whole column, decoded by `decode`, on a miss of
+/// a file met before); `None` when its keys have no digests, or none yet.
 fn cache_candidates(
     cache: &LookupCache,
     id: &FileId,
@@ -503,7 +503,7 @@ fn cache_candidates(
     range: &KeyRange,
     decode: impl FnOnce() -> crate::error::Result<ArrayRef>,
 ) -> crate::error::Result<Option<Range<u64>>> {
-    let digests = cache.key_digests(id, column, key_type, decode)?;
+    let digests = cache.key_digests_once_met(id, column, key_type, decode)?;
     Ok(digests.and_then(|digests| digests.candidates(range)))
 }
 

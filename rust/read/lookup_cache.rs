@@ -11,6 +11,10 @@
 //! only, and the exact key comparison that trims each decoded batch drops a row whose
 //! digest merely ties.
 //!
+//! Building a file's digests reads its whole key column, which pays only if the file is
+//! looked up again: its first lookup leaves a mark and reads the key pages it needs, its
+//! second builds the digests ([`LookupCache::key_digests_once_met`]).
+//!
 //! # Digests
 //!
 //! The file is sorted by key, so its digests ascend, and for every key `a < b` implies
@@ -86,12 +90,15 @@ enum Part {
     Footer,
     /// The digests of the named column read as the given type.
     Keys(String, DataType),
+    /// A mark that a lookup met the file's column of that type, before its digests.
+    Met(String, DataType),
 }
 
 #[derive(Clone)]
 enum Cached {
     Footer(ArrowReaderMetadata),
     Keys(Arc<KeyDigests>),
+    Met,
 }
 
 struct Slot {
@@ -196,10 +203,55 @@ impl LookupCache {
         if let Some(Cached::Keys(digests)) = self.get(&key) {
             return Ok(Some(digests));
         }
+        self.build_digests(key, build)
+    }
+
+    /// As [`Self::key_digests`], but a file's digests are built on its second lookup only:
+    /// the first (`None`) leaves a mark of a few bytes, and its caller reads just the key
+    /// pages it needs, as without a cache. A file looked up once, as by a cold lookup of a
+    /// large table, so reads no more than an uncached lookup does; one looked up again
+    /// pays for the whole key column once, and its later lookups read no key column.
+    pub fn key_digests_once_met(
+        &self,
+        file: &FileId,
+        column: &str,
+        key_type: &DataType,
+        build: impl FnOnce() -> Result<ArrayRef>,
+    ) -> Result<Option<Arc<KeyDigests>>> {
+        let key = (file.clone(), Part::Keys(column.to_string(), key_type.clone()));
+        if let Some(Cached::Keys(digests)) = self.get(&key) {
+            return Ok(Some(digests));
+        }
+        let mark = (file.clone(), Part::Met(column.to_string(), key_type.clone()));
+        if !self.take_mark(&mark) {
+            self.insert(mark, Cached::Met, 0);
+            return Ok(None);
+        }
+        self.build_digests(key, build)
+    }
+
+    fn build_digests(
+        &self,
+        key: (FileId, Part),
+        build: impl FnOnce() -> Result<ArrayRef>,
+    ) -> Result<Option<Arc<KeyDigests>>> {
         let Some(digests) = KeyDigests::of(build()?.as_ref()) else { return Ok(None) };
         let digests = Arc::new(digests);
         self.insert(key, Cached::Keys(digests.clone()), digests.bytes());
         Ok(Some(digests))
+    }
+
+    /// Whether `mark` was kept (it is dropped: the digests it stood for replace it).
+    /// Marks count in neither hits nor misses.
+    fn take_mark(&self, mark: &(FileId, Part)) -> bool {
+        let mut state = self.lock();
+        match state.slots.remove(mark) {
+            Some(slot) => {
+                state.stats.bytes -= slot.bytes;
+                true
+            }
+            None => false,
+        }
     }
 
     fn get(&self, key: &(FileId, Part)) -> Option<Cached> {
@@ -528,6 +580,30 @@ mod tests {
         assert_eq!(cache.stats().entries, 1);
         cache.set_budget(0);
         assert_eq!((cache.stats().entries, cache.stats().bytes), (0, 0));
+    }
+
+    #[test]
+    fn digests_are_built_on_a_files_second_lookup_and_never_without_a_budget() {
+        let cache = LookupCache::new(1 << 20);
+        let once_met = |cache: &LookupCache, name: &str, builds: &mut u32| {
+            let build = || {
+                *builds += 1;
+                Ok(keys_of(10))
+            };
+            cache.key_digests_once_met(&file_id(name), "k", &DataType::Int64, build).unwrap()
+        };
+        let mut builds = 0;
+        assert!(once_met(&cache, "f", &mut builds).is_none(), "first lookup: a mark only");
+        assert_eq!((builds, cache.stats().entries), (0, 1));
+        assert!(once_met(&cache, "f", &mut builds).is_some(), "second: built");
+        assert!(once_met(&cache, "f", &mut builds).is_some(), "third: kept");
+        assert_eq!((builds, cache.stats().entries, cache.stats().hits), (1, 1, 1), "the mark gone");
+        assert!(once_met(&cache, "g", &mut builds).is_none(), "another file is met anew");
+        let off = LookupCache::new(0);
+        for _ in 0..3 {
+            assert!(once_met(&off, "f", &mut builds).is_none());
+        }
+        assert_eq!((builds, off.stats().bytes), (1, 0), "no mark kept, nothing built");
     }
 
     #[test]

@@ -212,8 +212,12 @@ fn a_cached_lookup_answers_as_an_uncached_one_and_reads_less_when_warm() {
         for (lower, upper) in [(5, 6), (3, 4), (6, 7), (5, 5), (0, 1), (8, 9), (1, 8), (2, 6)] {
             let (want, uncached) = read_range(sections.clone(), lower, upper, threads);
             let cold = read_range_cached(sections.clone(), lower, upper, threads, Some(cache.clone()));
+            assert!(cold.1.bytes_read <= uncached.bytes_read, "{lower}..{upper}: {cold:?} vs {uncached:?}");
+            // A file's second lookup builds its digests.
+            let building = read_range_cached(sections.clone(), lower, upper, threads, Some(cache.clone()));
             let warm = read_range_cached(sections.clone(), lower, upper, threads, Some(cache.clone()));
             assert_eq!(cold.0, want, "{lower}..{upper} on {threads} threads, cold");
+            assert_eq!(building.0, want, "{lower}..{upper} on {threads} threads, building");
             assert_eq!(warm.0, want, "{lower}..{upper} on {threads} threads, warm");
             assert!(warm.1.bytes_read <= uncached.bytes_read, "{lower}..{upper}: {warm:?} vs {uncached:?}");
             assert!(warm.1.files_skipped >= uncached.files_skipped, "{warm:?} vs {uncached:?}");

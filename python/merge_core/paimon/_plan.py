@@ -9,6 +9,7 @@ sorted runs. Sections are packed into splits of about ``source.split.target-size
 
 from __future__ import annotations
 
+import functools
 import heapq
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from ._meta import DataFile, Snapshot, deletion_vectors
 from ._options import bool_option, memory_bytes
 from ._paths import Layout, ManifestPaths
 from ._schema import TableSchema, load_schema
+from ._snapshot_memo import SnapshotMemo
 
 SEQUENCE_NUMBER = "_SEQUENCE_NUMBER"
 VALUE_KIND = "_VALUE_KIND"
@@ -141,12 +143,21 @@ def pack(weights: Sequence[int], target: int = TARGET_SPLIT_BYTES, open_cost: in
 
 class Planner:
     """Turns a snapshot's live files into splits for a read of ``columns``, whose files
-    are decoded as the ``read`` columns (the table's, by name in ``schema``)."""
+    are decoded as the ``read`` columns (the table's, by name in ``schema``). ``memo``:
+    the snapshot's, to take what an earlier plan of it derived (each bucket's splits,
+    the deletion vectors) instead of deriving it again."""
 
     def __init__(
-        self, root: Location, snapshot: Snapshot, schema: TableSchema, columns: tuple[str, ...], read: list[str]
+        self,
+        root: Location,
+        snapshot: Snapshot,
+        schema: TableSchema,
+        columns: tuple[str, ...],
+        read: list[str],
+        memo: SnapshotMemo | None = None,
     ):
         self.root, self.snapshot, self.schema, self.columns, self.read = root, snapshot, schema, columns, read
+        self.memo = memo if memo is not None else SnapshotMemo(None, [])
         self.layout = Layout(schema)
         self.manifest_paths = ManifestPaths(root)
         self.partition_types = [schema.field(k).type for k in schema.partition_keys]
@@ -155,7 +166,10 @@ class Planner:
         in_data_dir = bool_option(schema.options, "index-file-in-data-file-dir")
         self.target = memory_bytes(schema.options, "source.split.target-size", "128 mb")
         self.open_cost = memory_bytes(schema.options, "source.split.open-file-cost", "4 mb")
-        self.deletion_vectors = deletion_vectors(root, snapshot, self.bucket_path if in_data_dir else lambda p, b: None)
+        self.deletion_vectors = self.memo.once(
+            ("deletion vectors", in_data_dir),
+            lambda: deletion_vectors(root, snapshot, self.bucket_path if in_data_dir else lambda p, b: None),
+        )
 
     def bucket_path(self, partition: bytes, bucket: int) -> Location:
         return self.root / self.layout.bucket_dir(partition, bucket)
@@ -174,14 +188,24 @@ class Planner:
         for values, bucket, partition, group in buckets:
             if chosen is not None and not chosen(values):
                 continue
-            found = sections(group, self.key)
-            weights = [sum(f.size for run in section for f in run) for section in found]
-            for chunk in pack(weights, self.target, self.open_cost):
-                parts = tuple(
-                    Section(tuple(tuple(self.file_read(f, partition, bucket) for f in run) for run in found[i]))
-                    for i in chunk
-                )
-                out.append(Split(self.snapshot.id, self.schema.id, self.columns, values, bucket, parts))
+            # The same files of a bucket make the same splits: a lookup's next key reuses them.
+            planned = (type(self), self.schema.id, self.columns, tuple(self.read), partition, bucket)
+            planned += tuple(f.name for f in group)
+            make = functools.partial(self.bucket_splits, values, partition, bucket, group)
+            out += self.memo.once(("bucket splits", *planned), make)
+        return out
+
+    def bucket_splits(self, values: tuple, partition: bytes, bucket: int, group: list[DataFile]) -> list[Split]:
+        """The splits of the files ``group`` of one bucket."""
+        found = sections(group, self.key)
+        weights = [sum(f.size for run in section for f in run) for section in found]
+        out = []
+        for chunk in pack(weights, self.target, self.open_cost):
+            parts = tuple(
+                Section(tuple(tuple(self.file_read(f, partition, bucket) for f in run) for run in found[i]))
+                for i in chunk
+            )
+            out.append(Split(self.snapshot.id, self.schema.id, self.columns, values, bucket, parts))
         return out
 
     def file_read(self, f: DataFile, partition: bytes, bucket: int) -> FileRead:

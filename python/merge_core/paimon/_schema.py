@@ -6,6 +6,7 @@ read through its schema's names for those ids, so renamed, added and dropped col
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import time
@@ -133,8 +134,9 @@ class TableSchema:
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise CorruptTableError(f"{where} lacks a field of a schema, or holds one of another kind ({e!r})") from e
 
-    @property
+    @functools.cached_property
     def arrow(self) -> pa.Schema:
+        """The schema as Arrow's (built once: a schema version never changes)."""
         return pa.schema([f.arrow() for f in self.fields])
 
     def field(self, name: str) -> Field:

@@ -27,6 +27,7 @@ from ._meta import DataFile
 from ._options import bool_option
 from ._predicate import Node, Predicate, Stats, may_match, stats_value
 from ._schema import TableSchema
+from ._snapshot_memo import SnapshotMemo
 
 
 class Skipping:
@@ -38,10 +39,12 @@ class Skipping:
         schema: TableSchema,
         schema_of: Callable[[int], TableSchema],
         compacted_only: bool,
+        memo: SnapshotMemo | None = None,
     ):
         self.schema, self.schema_of = schema, schema_of
+        self.memo = memo if memo is not None else SnapshotMemo(None, [])
         self.compacted_only = compacted_only
-        self.types = {f.name: f.arrow().type for f in schema.fields}
+        self.types = {f.name: f.type for f in schema.fields}
         self.partition_filter = predicate.conjuncts(schema.partition_keys)
         self.key_filter = predicate.conjuncts(schema.trimmed_keys)
         self.value_filter = predicate.node
@@ -120,7 +123,10 @@ class Skipping:
         else:
             names = record.get("_VALUE_STATS_COLS")
             names = [x.name for x in written.fields] if names is None else names
-        stats = _decoded(record[which], written, names, f.rows)
+        # A file's statistics decode the same for every filter: once per snapshot.
+        stats = self.memo.once(
+            ("stats", which, f.partition, f.bucket, f.name), lambda: _decoded(record[which], written, names, f.rows)
+        )
         if stats is None:
             return True
         now = {f.name: f for f in self.schema.fields}

@@ -79,6 +79,7 @@ from ._postpone import new_write as postponed_table_write
 from ._rollback import rollback
 from ._schema import THIN_MODE, TableSchema, load_schema, schema_ids, schema_json
 from ._skipping import Skipping
+from ._snapshot_memo import SnapshotMemo, snapshot_key
 from ._travel import TRAVEL_KEYS, load_tag, snapshot_to_read, tag_path
 from ._validation import check_new, check_stored
 from ._write import (
@@ -133,6 +134,9 @@ class Table:
         self._live = LiveEntries()
         # The rows of files above level 0 that writes' lookup compactions met (``_lookup``).
         self._file_rows = FileRows()
+        # What planning derived from the snapshot planned last (_snapshot_memo): the next
+        # lookup of the same snapshot decodes no file statistics and plans no bucket again.
+        self._memo: SnapshotMemo | None = None
         self._use(schema)
 
     def _use(self, schema: TableSchema) -> None:
@@ -1159,7 +1163,8 @@ class Table:
         predicate = None if filter is None else _predicate.parse(filter, schema.arrow.names)
         refuse(schema.options, READ, [key for key in schema.options if key not in SNAPSHOT_CHOICE], self._append)
         chosen, dynamic_filters = _partition_filter(schema, partitions, dynamic_filter)
-        files = self._live_files(snap) if snap else []
+        memo = self._snapshot_memo(snap) if snap else None
+        files = list(memo.files) if memo else []
         compacted_only = not self._append and _skips_level_zero(schema)  # an append table's files are all level 0
         if compacted_only:
             files = [f for f in files if f.level > 0]
@@ -1168,13 +1173,13 @@ class Table:
         listed, skipped = files, {}
         if predicate is not None:
             each_file = self._append or compacted_only  # nothing merges: each file tested alone
-            skipping = Skipping(predicate, schema, _schemas(self._root, schema), each_file)
+            skipping = Skipping(predicate, schema, _schemas(self._root, schema), each_file, memo)
             files, skipped = skipping.files(files), skipping.stats
         splits = []
         if snap:
             needed = _with_filter_columns(schema, wanted, predicate)
             planner = (_append.AppendPlanner if self._append else Planner)(
-                self._root, snap, schema, tuple(wanted), _read_columns(schema, self._setup_for(schema), needed)
+                self._root, snap, schema, tuple(wanted), _read_columns(schema, self._setup_for(schema), needed), memo
             )
             splits = [dataclasses.replace(s, filter=predicate) for s in planner.splits(files, chosen)]
         files = listed
@@ -1198,6 +1203,13 @@ class Table:
     def _live_files(self, snap: Snapshot) -> list[DataFile]:
         """``snap``'s live files, read from its manifests once while it stays the one planned."""
         return self._live.files(self._root, snap)
+
+    def _snapshot_memo(self, snap: Snapshot) -> SnapshotMemo:
+        """What planning learns of ``snap``, kept while it stays the snapshot planned."""
+        key = snapshot_key(snap)
+        if self._memo is None or self._memo.key != key:
+            self._memo = SnapshotMemo(key, self._live.files(self._root, snap))
+        return self._memo
 
     def read_split(self, split: Split, batch_size: int = READ_BATCH_ROWS, threads: int = 1) -> Stream:
         """The merged rows of one split, with the columns it was planned for."""
