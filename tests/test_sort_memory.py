@@ -180,7 +180,8 @@ def test_a_full_compaction_holds_a_few_batches_per_run_whatever_its_size():
     runs, batch_bytes = 8, COMPACT_BATCH_ROWS * (8 + 124 + 8 + 1)
     small, large = probe_read(64 * MIB, runs, "compact"), probe_read(256 * MIB, runs, "compact")
     assert small["runs"] == large["runs"] == runs
-    assert small["files"] == large["files"] == 1
+    # one run, in files of target-file-size (128 MB): the large one's is rolled
+    assert small["files"] == 1 and 1 <= large["files"] <= 3, (small, large)
     assert large["rows"] == 4 * small["rows"]
     assert large["peak_over_base"] <= 1.15 * small["peak_over_base"] + 4 * MIB, (small, large)
     bound = runs * 4 * batch_bytes + 4 * batch_bytes + ROW_GROUP_SHARE
