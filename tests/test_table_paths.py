@@ -541,8 +541,10 @@ def test_an_index_manifest_naming_a_deletion_vector_file_outside_the_table_is_co
 
     _rewrite(index_manifest, lead_outside, optional=field)
     assert outside.exists() and before.num_rows > 0
+    # Opened again: a Table plans a snapshot once, by the names of its manifests (which
+    # Paimon never rewrites in place, as this damage does).
     with pytest.raises(mc.CorruptTableError, match=index_manifest.name):
-        table.read()
+        mc.Table.open(root).read()
 
 
 def test_commit_messages_naming_paths_are_refused_before_anything_is_removed(tmp_path):
