@@ -45,6 +45,6 @@ step() {
 
 [ -x .venv/bin/python ] || step "creating .venv with $python" "$python" -m venv .venv
 step "updating pip and maturin in .venv" .venv/bin/python -m pip install --upgrade pip "maturin>=1.5,<2"
-step "building merge-core (release) into .venv, with the extras $extras (about 10 min on 2 cores the first time)" \
+step "building merge-core (release) into .venv, with the extras $extras (about 4 min on 2 cores the first time)" \
     env VIRTUAL_ENV="$PWD/.venv" .venv/bin/maturin develop --release --extras "$extras"
 step "checking that merge-core imports" .venv/bin/python -c "import merge_core"
