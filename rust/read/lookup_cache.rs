@@ -199,11 +199,7 @@ impl LookupCache {
         key_type: &DataType,
         build: impl FnOnce() -> Result<ArrayRef>,
     ) -> Result<Option<Arc<KeyDigests>>> {
-        let key = (file.clone(), Part::Keys(column.to_string(), key_type.clone()));
-        if let Some(Cached::Keys(digests)) = self.get(&key) {
-            return Ok(Some(digests));
-        }
-        self.build_digests(key, build)
+        self.digests_or(file, column, key_type, |cache, key| cache.build_digests(key, build))
     }
 
     /// As [`Self::key_digests`], but a file's digests are built on its second lookup only:
@@ -218,16 +214,30 @@ impl LookupCache {
         key_type: &DataType,
         build: impl FnOnce() -> Result<ArrayRef>,
     ) -> Result<Option<Arc<KeyDigests>>> {
+        self.digests_or(file, column, key_type, |cache, key| {
+            let mark = (file.clone(), Part::Met(column.to_string(), key_type.clone()));
+            if !cache.take_mark(&mark) {
+                cache.insert(mark, Cached::Met, 0);
+                return Ok(None);
+            }
+            cache.build_digests(key, build)
+        })
+    }
+
+    /// The kept digests of `file`'s column `column` read as `key_type`, or what `missing`
+    /// makes of their key when none are kept.
+    fn digests_or(
+        &self,
+        file: &FileId,
+        column: &str,
+        key_type: &DataType,
+        missing: impl FnOnce(&Self, (FileId, Part)) -> Result<Option<Arc<KeyDigests>>>,
+    ) -> Result<Option<Arc<KeyDigests>>> {
         let key = (file.clone(), Part::Keys(column.to_string(), key_type.clone()));
         if let Some(Cached::Keys(digests)) = self.get(&key) {
             return Ok(Some(digests));
         }
-        let mark = (file.clone(), Part::Met(column.to_string(), key_type.clone()));
-        if !self.take_mark(&mark) {
-            self.insert(mark, Cached::Met, 0);
-            return Ok(None);
-        }
-        self.build_digests(key, build)
+        missing(self, key)
     }
 
     fn build_digests(
