@@ -1,6 +1,7 @@
 """A separate process acting on a table, for the crash and race tests of test_table_crash.py.
 
-python table_worker.py write PATH WRITER ROWS COMMITS   # commits write i: keys of WRITER, v = i
+python table_worker.py write PATH WRITER ROWS COMMITS [EVERY]
+    # commits write i: keys of WRITER, v = i; with EVERY, compact() after every EVERY-th write
 python table_worker.py compact PATH ROUNDS                # full compactions, counting conflicts
 """
 
@@ -10,7 +11,7 @@ import merge_core as mc
 import pyarrow as pa
 
 
-def write(path: str, writer: int, rows: int, commits: int) -> None:
+def write(path: str, writer: int, rows: int, commits: int, every: int = 0) -> None:
     table = mc.Table.open(path)
     keys = pa.array(range(writer * rows, (writer + 1) * rows), pa.int64())
     for i in range(commits):
@@ -19,6 +20,9 @@ def write(path: str, writer: int, rows: int, commits: int) -> None:
         )
         table.write(data, memory_limit="8MiB")
         print(f"committed {i}", flush=True)
+        if every and (i + 1) % every == 0:
+            table.compact()  # what the table's mode makes of it: universal picks, postponed rows moved
+            print(f"compacted after {i}", flush=True)
 
 
 def compact(path: str, rounds: int) -> None:

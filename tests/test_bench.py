@@ -8,7 +8,7 @@ import re
 import subprocess
 
 import pyarrow as pa
-from merge_core.bench import _measure, _report, _value_filter
+from merge_core.bench import _measure, _report, _small_commits, _value_filter
 from merge_core.bench._measure import Peer, Run, Section
 from test_cli import CLI
 
@@ -98,6 +98,19 @@ def test_the_value_filter_line_counts_the_files_its_statistics_exclude(tmp_path)
     assert "opened 2 of 20 files (18 skipped by value statistics" in ours, lines
     peers = [line for line in lines if line.startswith("- ")]
     assert len(peers) == 4 and all("same rows" in line or "skipped:" in line for line in peers), lines
+
+
+def test_the_small_commits_line_compares_the_pick_with_the_whole_bucket(tmp_path):
+    """The table section's compaction line: the universal pick merges the 50 small commits
+    only (not the base at the top level), so it writes a fraction of the whole bucket's
+    rewrite, which merges all 51 files."""
+    lines = _small_commits.lines(str(tmp_path), 50_000, 1)
+    rows = {cells[0]: cells for line in lines if line.startswith("| ") for cells in [line.strip("| ").split(" | ")]}
+    pick, whole = rows["`compact()`: universal pick"], rows["`compact(full=True)`: the whole bucket"]
+    assert (pick[1], whole[1]) == ("50", "51"), lines
+    assert float(pick[2]) < float(whole[2]) / 2, lines  # MiB written
+    ratio = re.search(r"Bytes rewritten: the pick ([\d.]+)x", lines[-1])
+    assert ratio and float(ratio.group(1)) < 0.5, lines
 
 
 def test_missing_or_failing_peers_are_reported_not_faked():

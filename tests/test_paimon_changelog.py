@@ -13,7 +13,7 @@ import merge_core as mc
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from helpers import pypaimon_commit
+from helpers import pypaimon_commit, pypaimon_table, referenced_files
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from test_paimon_dv_write import ENGINES, KIND, as_tuples, fold, peers_read
@@ -33,11 +33,6 @@ def table(tmp_path: Path, options: dict[str, str], buckets: int = 2) -> mc.Table
 def commit(t: mc.Table, rows: list[tuple[int, str | None, str]]) -> None:
     data = pa.table({"k": [r[0] for r in rows], "v": [r[1] for r in rows], "op": [r[2] for r in rows]})
     t.write(data, row_kind="op")
-
-
-def pypaimon_table(root: Path):
-    catalog = pypaimon.CatalogFactory.create({"warehouse": str(root.parent.parent)})
-    return catalog.get_table(f"{root.parent.name[:-3]}.{root.name}")
 
 
 def pypaimon_changes(root: Path, start: int, end: int) -> list[dict]:
@@ -280,43 +275,6 @@ def test_full_compaction_changelog_of_random_histories(tmp_path_factory, steps, 
     changes = t.changes(0).read_all().to_pylist()
     assert by_key(changes) == expected
     assert by_key(changes) == by_key(pypaimon_changes(t.path, 0, t.snapshots()[-1]))
-
-
-def referenced_files(root: Path) -> set[str]:
-    """Every data and changelog file the kept snapshots and changelogs need, as pypaimon
-    reads their manifests (an independent reader of the metadata): a snapshot's live
-    data files and changelog files, a kept changelog's changelog files."""
-    from pypaimon.changelog.changelog_manager import ChangelogManager
-    from pypaimon.manifest.manifest_file_manager import ManifestFileManager
-    from pypaimon.manifest.manifest_list_manager import ManifestListManager
-
-    table = pypaimon_table(root)
-    lists, manifests = ManifestListManager(table), ManifestFileManager(table)
-
-    def names(metas, fold: bool) -> set[str]:
-        live: set[str] = set()
-        for meta in metas:
-            for e in manifests.read(meta.file_name):
-                (live.add if e.kind == 0 or not fold else live.discard)(e.file.file_name)
-        return live
-
-    out = set()
-    for i in mc.Table.open(root).snapshots():
-        snap = table.snapshot_manager().get_snapshot_by_id(i)
-        out |= names(lists.read_all(snap), fold=True)
-        out |= names(lists.read_changelog(snap), fold=False) if snap.changelog_manifest_list else set()
-    for changelog in ChangelogManager(table.file_io, str(root)).changelogs():
-        if changelog.changelog_manifest_list:
-            out |= names(lists.read_changelog(changelog), fold=False)
-        else:  # without a producer, a changelog's rows are its delta's added files
-            out |= {
-                n
-                for m in lists.read_delta(changelog)
-                for e in manifests.read(m.file_name)
-                if e.kind == 0
-                for n in [e.file.file_name]
-            }
-    return out
 
 
 def test_expire_keeps_the_changelogs_of_expired_snapshots(tmp_path):
