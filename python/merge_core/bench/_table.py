@@ -25,6 +25,7 @@ import pyarrow.parquet as pq
 import merge_core as mc
 from merge_core import contest
 
+from . import _small_commits
 from ._inputs import Inputs
 from ._measure import MiB, Run, Section, failure, measure, missing, progress, same_rows, timed
 from ._upsert import BATCH, decode_only, planned_files
@@ -414,5 +415,13 @@ def run(folder: str, inputs: Inputs, repeat: int) -> Section:
         ],
         runs,
         extra_columns=["data files", "data MiB", "compaction (s)", "read + rewrite (s)"],
-        after=["### Dynamic partition pruning", "", *dpp_example(folder, max(inputs.base_rows // 2, 10_000))],
+        after=[
+            "### Dynamic partition pruning",
+            "",
+            *dpp_example(folder, max(inputs.base_rows // 2, 10_000)),
+            "",
+            "### Compaction after small commits",
+            "",
+            *_small_commits.lines(folder, inputs.base_rows, repeat),
+        ],
     )
