@@ -442,6 +442,10 @@ def test_merge_core_creates_dynamic_bucket_tables_too(tmp_path):
     root = tmp_path / "db.db" / "t"
     table = mc.Table.create(root, SCHEMA, key="k", partition_by="p", options={"bucket": "-1"})
     table.write(data([(1, "a", 1), (2, "a", 2)]))
+    # `buckets=-1` makes the same table as the option.
+    assert mc.Table.create(tmp_path / "by-argument", SCHEMA, key="k", partition_by="p", buckets=-1).options == (
+        table.options
+    )
     odd = mc.Table.create(
         tmp_path / "odd", SCHEMA, key="k", options={"bucket": "-1", "dynamic-bucket.max-buckets": "0"}
     )

@@ -27,8 +27,8 @@ ROWS = 20_000
 # mode -> (buckets, options); each mode's writes also compact, as its writer's would.
 MODES = {
     "deletion vectors": (2, {"deletion-vectors.enabled": "true"}),
-    "dynamic buckets": (None, {"bucket": "-1", "dynamic-bucket.target-row-num": "6000"}),
-    "postponed buckets": (None, {"bucket": "-2", "postpone.default-bucket-num": "2"}),
+    "dynamic buckets": (-1, {"dynamic-bucket.target-row-num": "6000"}),
+    "postponed buckets": (-2, {"postpone.default-bucket-num": "2"}),
     "lookup changelog": (2, {"changelog-producer": "lookup"}),
 }
 

@@ -185,6 +185,10 @@ def test_postponed_rows_are_not_read_until_merge_core_compacts_them(tmp_path):
 def test_merge_core_writes_postponed_rows_as_paimons_postpone_writer(tmp_path):
     root = tmp_path / "db.db" / "t"
     table = mc.Table.create(root, SCHEMA, key="k", partition_by="p", options=POSTPONED)
+    # `buckets=-2` makes the same table as the option.
+    fixed = {"postpone.batch-write-fixed-bucket": "false"}
+    by_argument = mc.Table.create(tmp_path / "b", SCHEMA, key="k", partition_by="p", buckets=-2, options=fixed)
+    assert by_argument.options == table.options
     model = Model()
     rows = data([5, 1, 3], "a", 0) + data([1], "a", 10) + data([2], "b", 0)  # key 1 twice, unsorted
     table.write(pa.Table.from_pylist(rows, schema=SCHEMA))

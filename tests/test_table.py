@@ -319,6 +319,7 @@ def test_composite_keys_and_date_partitions(tmp_path):
         (dict(key="nope"), "does not have"),
         (dict(key="k", partition_by="v2"), "does not have"),
         (dict(key="k", buckets=0), "buckets"),
+        (dict(key="k", buckets=-3), r"buckets must be an integer from 1 to 65536, -1 \(dynamic\) or -2"),
         (dict(key="k", merge=mc.Aggregate({"p": "sum"})), "merge function"),
         (dict(key="k", sequence="nope"), "does not have"),
     ],

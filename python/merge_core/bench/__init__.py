@@ -4,7 +4,8 @@ on the same generated inputs in one run, written up as a Markdown report with ch
 Suites (each in its own module, each returning a report section):
 ``kway`` (k-way merge of sorted runs), ``upsert`` (the contest upsert read), ``sort``
 (external sort at 8x the memory limit), ``table`` (writing a Paimon table: merge-core vs
-pypaimon and pypaimon-rust, merge-core's compaction; dynamic partition pruning),
+pypaimon and pypaimon-rust, merge-core's compaction; dynamic partition pruning; universal
+compaction after 50 small commits),
 ``paimon`` (a Paimon table written by pypaimon, read by merge-core, pypaimon and
 pypaimon-rust), ``lookup`` (point lookups in that table, by each of them), ``spark``
 (the contest upsert as a Spark job).

@@ -161,8 +161,8 @@ def add_command_to(commands: argparse._SubParsersAction) -> None:
         "--buckets",
         type=int,
         default=None,
-        help="buckets per partition (1 to 65536; default 4); an append table's default is -1 (bucket-unaware, one"
-        " bucket per partition), and N buckets need --option bucket-key=COL",
+        help="buckets per partition (1 to 65536; default 4; -1 dynamic, -2 postponed buckets); an append table's"
+        " default is -1 (bucket-unaware, one bucket per partition), and N buckets need --option bucket-key=COL",
     )
     add_merge_options(p, ["deduplicate", "first-row", "partial-update", "aggregate"])
     p.add_argument("--preset", choices=["contest"], help="the contest's rules: requests summed, others newest non-null")
@@ -348,7 +348,7 @@ def cmd_create(args: argparse.Namespace) -> int:
     for flag, names in (("--key", args.key), ("--partition-by", args.partition_by), ("--sequence", args.sequence)):
         check_columns(names, flag, schema, args.like)
     if args.key:
-        if args.buckets is not None:
+        if args.buckets not in (None, -1, -2):  # -1 dynamic, -2 postponed buckets, as Paimon's option
             check_positive(args.buckets, "--buckets", 65536)
         merge = contest.CONTEST_MERGE if args.preset == "contest" else merge_option(args, [(args.like, schema)])
     else:

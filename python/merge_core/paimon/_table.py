@@ -71,7 +71,7 @@ from ._meta import (
 )
 from ._options import bool_option, int_option, memory_bytes
 from ._overwrite import commit_overwrite, drop_partitions, overwrite_spec, truncate
-from ._paths import Layout, file_name
+from ._paths import POSTPONE_BUCKET, Layout, file_name
 from ._plan import SEQUENCE_NUMBER, VALUE_KIND, FileRead, Plan, Planner, Section, Split
 from ._postpone import PostponedCompaction, is_postponed, postponed_entries
 from ._postpone import bucket_ids as postponed_bucket_ids
@@ -176,7 +176,9 @@ class Table:
                 never merged (docs/table-format.md, "Append tables").
             partition_by: columns whose values split the table into directories.
             buckets: files per partition written by each commit (default 4); a key's
-                bucket is Paimon's hash of the key, so Paimon's writers agree on it. An
+                bucket is Paimon's hash of the key, so Paimon's writers agree on it.
+                -1 makes a dynamic-bucket table and -2 a postponed-bucket one (Paimon's
+                ``bucket`` option; docs/table-format.md, "Buckets"). An
                 append table's default is -1 (bucket-unaware: one bucket per
                 partition); N buckets need the option ``bucket-key``, the columns
                 whose hash picks a row's bucket.
@@ -1745,9 +1747,9 @@ def _create(
             raise InvalidInputError(f"{what} names columns {unknown} that the schema does not have ({names})")
     if buckets is None:
         buckets = 4 if keys else _append.UNAWARE
-    lowest = 1 if keys else _append.UNAWARE
+    lowest = POSTPONE_BUCKET if keys else _append.UNAWARE
     if not isinstance(buckets, int) or isinstance(buckets, bool) or not lowest <= buckets <= 1 << 16 or buckets == 0:
-        kinds = "" if keys else " (or -1, bucket-unaware, for an append table)"
+        kinds = ", -1 (dynamic) or -2 (postponed)" if keys else " (or -1, bucket-unaware, for an append table)"
         raise InvalidInputError(f"buckets must be an integer from 1 to 65536{kinds}, got {buckets!r}")
     if keys:
         table_options = {**paimon_options(merge, sequences, sequence_order), "bucket": str(buckets), THIN_MODE: "true"}
