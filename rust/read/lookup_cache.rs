@@ -1,6 +1,7 @@
 //! A per-process cache for point lookups: of each data file a lookup met, its footer
 //! (with the page index) and an order-preserving 64-bit digest of every row's first key
-//! column, kept within a byte budget and evicted least recently used first.
+//! column, and of a file with digests its dictionary pages ([`WithDictionaries`]), kept
+//! within a byte budget and evicted least recently used first.
 //!
 //! A lookup reading keys first ([`super::keys_first`]) decodes the key column's pages
 //! that may hold the key, and with them the column's dictionary page, in every file of
