@@ -187,3 +187,109 @@ def test_a_bad_cache_size_is_refused(size):
     with pytest.raises(InvalidInputError, match="lookup cache"):
         set_lookup_cache_size(size)
     assert lookup_cache_stats()["budget"] == DEFAULT
+
+
+# -- dictionary pages: a file whose key digests are kept keeps its dictionary pages too ----
+
+DICTIONARY = {"parquet.enable.dictionary": "true", "file.compression": "none"}  # sizes set by the values alone
+
+
+def _dictionary_rows(ids: list[int], sign: int, letter: str) -> pa.Table:
+    """Rows whose value columns are dictionary-encoded: ``s`` has a large dictionary (a
+    distinct 40-character string every other row), ``v`` a small one. ``sign`` and
+    ``letter`` change the values, not their sizes."""
+    return pa.table(
+        {
+            "k": pa.array(ids, pa.int64()),
+            "v": [sign * (i % 100) for i in ids],
+            "s": [f"{letter}{i // 2:039d}" for i in ids],
+        }
+    )
+
+
+def _one_file_table(path, sign: int = 1, letter: str = "a") -> tuple[mc.Table, str]:
+    schema = pa.schema([pa.field("k", pa.int64(), False), ("v", pa.int64()), ("s", pa.string())])
+    table = mc.Table.create(path, schema, key="k", buckets=1, options=DICTIONARY)
+    table.write(_dictionary_rows(list(range(KEYS)), sign, letter))
+    (data_file,) = [f.path for split in table.plan() for s in split.sections for run in s.runs for f in run]
+    return table, data_file
+
+
+def _dictionary_bytes(path: str) -> int:
+    """The bytes of a Parquet file's dictionary pages, by its own metadata."""
+    metadata = pq.ParquetFile(path).metadata
+    chunks = (
+        metadata.row_group(g).column(c) for g in range(metadata.num_row_groups) for c in range(metadata.num_columns)
+    )
+    return sum(c.data_page_offset - c.dictionary_page_offset for c in chunks if c.has_dictionary_page)
+
+
+def _lookup(table: mc.Table, k: int) -> tuple[list[dict], int]:
+    stream = table.read(filter=pc.field("k") == k)
+    return stream.read_all().to_pylist(), stream.stats["bytes_read"]
+
+
+def test_a_warm_hit_reads_no_dictionary_page(tmp_path):
+    """Uncached, a hit reads the file's footer, its key pages and, of every column, the
+    dictionary page and the pages of its row; warm, only the pages of its row: at least
+    the dictionary pages (by the file's own metadata) fewer bytes."""
+    table, path = _one_file_table(tmp_path / "t")
+    dictionaries = _dictionary_bytes(path)
+    assert dictionaries > 40 * KEYS // 2, dictionaries  # most of the file: s's dictionary
+    want = [{"k": 1234, "v": 34, "s": f"a{617:039d}"}]
+    set_lookup_cache_size(0)
+    rows, off = _lookup(table, 1234)
+    assert rows == want
+    set_lookup_cache_size(DEFAULT)
+    for _ in range(2):  # cold, then the file's second lookup: its digests and dictionary pages kept
+        assert _lookup(table, 1234)[0] == want
+    rows, warm = _lookup(table, 1234)
+    assert rows == want
+    assert warm <= off - dictionaries, (warm, off, dictionaries)
+    rows, other = _lookup(table, 2999)  # another key of the file: its dictionary pages kept too
+    assert rows == [{"k": 2999, "v": 99, "s": f"a{1499:039d}"}]
+    assert other <= off - dictionaries, (other, off, dictionaries)
+
+
+def test_a_cache_of_size_0_keeps_no_dictionary_page(tmp_path):
+    table, _ = _one_file_table(tmp_path / "t")
+    set_lookup_cache_size(0)
+    reads = [_lookup(table, 1234) for _ in range(4)]
+    assert all(rows == [{"k": 1234, "v": 34, "s": f"a{617:039d}"}] for rows, _ in reads)
+    assert len({read for _, read in reads}) == 1, reads  # each lookup reads as much as the first
+    stats = lookup_cache_stats()
+    assert (stats["entries"], stats["bytes"]) == (0, 0), stats
+
+
+def test_a_file_rewritten_at_its_path_is_not_answered_from_its_dictionary_pages(tmp_path):
+    """The data file is replaced by one of the same size and layout (the same keys; the
+    values, and so the dictionaries, differ in content alone), its modification time set
+    back: the lookup answers from the new file's dictionary pages."""
+    table, path = _one_file_table(tmp_path / "a")
+    _, replacement = _one_file_table(tmp_path / "b", sign=-1, letter="b")
+    assert os.path.getsize(path) == os.path.getsize(replacement)
+    for _ in range(3):  # cold, building the file's digests and keeping its dictionary pages, warm
+        assert _lookup(table, 1234)[0] == [{"k": 1234, "v": 34, "s": f"a{617:039d}"}]
+    before = os.stat(path)
+    shutil.copyfile(replacement, path)  # the same inode, rewritten
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    for _ in range(2):
+        assert _lookup(table, 1234)[0] == [{"k": 1234, "v": -34, "s": f"b{617:039d}"}]
+
+
+def test_lookups_after_another_writer_compacts_read_the_new_files(tmp_path):
+    """Warm lookups, then another writer (another Table of the same path) updates keys,
+    compacts the bucket into a new file and expires the old snapshots, removing the old
+    files: the lookups answer as the whole table read, from the new file."""
+    table, old = _one_file_table(tmp_path / "t")
+    for _ in range(3):
+        assert _lookup(table, 1234)[0] == [{"k": 1234, "v": 34, "s": f"a{617:039d}"}]
+    other = mc.Table.open(tmp_path / "t")
+    other.write(_dictionary_rows(list(range(0, KEYS, 2)), -1, "c"))
+    other.compact(full=True)
+    other.expire(keep_snapshots=1, orphan_age=0)
+    assert not os.path.exists(old)
+    whole = mc.Table.open(tmp_path / "t").read().read_all()
+    for k in (1234, 1235, 2999):
+        for _ in range(3):
+            assert _lookup(table, k)[0] == whole.filter(pc.field("k") == k).to_pylist()

@@ -31,7 +31,7 @@ use parquet::file::reader::ChunkReader;
 use super::counters::{Counted, ReadCounters};
 use super::key_range::{first_not_below, KeyRange};
 use super::keys_first::{chosen_rows_in_range, chosen_span, narrowed, within};
-use super::lookup_cache::{FileId, LookupCache};
+use super::lookup_cache::{FileId, LookupCache, WithDictionaries};
 use crate::error::{MergeError, TABLE_FILE};
 use crate::runs::Run;
 
@@ -444,6 +444,8 @@ fn decode<T: ChunkReader + 'static>(
     }
     let rows = metadata.metadata().file_metadata().num_rows() as u64;
     let mut chosen = None;
+    // A file whose key digests are kept: its dictionary pages are kept too.
+    let mut dictionaries = None;
     if !file.deleted.is_empty() || file.rows.is_some() {
         let wanted = file.rows.clone().unwrap_or(0..rows);
         chosen = Some(selection(&file.deleted, wanted, rows).map_err(|e| damaged(file, &e))?);
@@ -475,7 +477,10 @@ fn decode<T: ChunkReader + 'static>(
             _ => None,
         };
         let found = match cached {
-            Some(candidates) => within(&all, candidates, rows),
+            Some(candidates) => {
+                dictionaries = file.cache.clone().zip(id);
+                within(&all, candidates, rows)
+            }
             None => narrowed(&all, chosen_rows_in_range(decode_keys(Some(all.clone()))?, range)?),
         };
         match found {
@@ -488,7 +493,13 @@ fn decode<T: ChunkReader + 'static>(
             }
         }
     }
-    let reader = reader(source, &metadata, roots, chosen, batch_size);
+    let reader = match dictionaries {
+        Some((cache, id)) => {
+            let source = WithDictionaries::new(source, cache, id, metadata.metadata());
+            reader(source, &metadata, roots, chosen, batch_size)
+        }
+        None => reader(source, &metadata, roots, chosen, batch_size),
+    };
     reader.map(Some).map_err(|e| damaged(file, &e.to_string()))
 }
 

@@ -1,6 +1,7 @@
 //! A per-process cache for point lookups: of each data file a lookup met, its footer
 //! (with the page index) and an order-preserving 64-bit digest of every row's first key
-//! column, kept within a byte budget and evicted least recently used first.
+//! column, and of a file with digests its dictionary pages ([`WithDictionaries`]), kept
+//! within a byte budget and evicted least recently used first.
 //!
 //! A lookup reading keys first ([`super::keys_first`]) decodes the key column's pages
 //! that may hold the key, and with them the column's dictionary page, in every file of
@@ -47,7 +48,10 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef, Int64Array};
 use arrow_schema::DataType;
+use bytes::Bytes;
 use parquet::arrow::arrow_reader::ArrowReaderMetadata;
+use parquet::file::metadata::ParquetMetaData;
+use parquet::file::reader::{ChunkReader, Length};
 
 use super::key_range::KeyRange;
 use crate::error::Result;
@@ -92,6 +96,8 @@ enum Part {
     Keys(String, DataType),
     /// A mark that a lookup met the file's column of that type, before its digests.
     Met(String, DataType),
+    /// The stored bytes of a dictionary page, by its offset in the file.
+    Page(u64),
 }
 
 #[derive(Clone)]
@@ -99,6 +105,7 @@ enum Cached {
     Footer(ArrowReaderMetadata),
     Keys(Arc<KeyDigests>),
     Met,
+    Page(Bytes),
 }
 
 struct Slot {
@@ -188,6 +195,22 @@ impl LookupCache {
         let bytes = footer.metadata().memory_size() as u64;
         self.insert(key, Cached::Footer(footer.clone()), bytes);
         Ok(footer)
+    }
+
+    /// The stored bytes of `file`'s dictionary page at `offset`, read by `load` unless kept.
+    pub fn dictionary_page<E>(
+        &self,
+        file: &FileId,
+        offset: u64,
+        load: impl FnOnce() -> std::result::Result<Bytes, E>,
+    ) -> std::result::Result<Bytes, E> {
+        let key = (file.clone(), Part::Page(offset));
+        if let Some(Cached::Page(bytes)) = self.get(&key) {
+            return Ok(bytes);
+        }
+        let bytes = load()?;
+        self.insert(key, Cached::Page(bytes.clone()), bytes.len() as u64);
+        Ok(bytes)
     }
 
     /// The digests of `file`'s column `column` read as `key_type`, built by `build`
@@ -313,6 +336,75 @@ impl State {
             self.stats.evictions += 1;
         }
     }
+}
+
+/// A file's bytes as a lookup's decoder asks for them, its dictionary pages taken from the
+/// cache (read and kept on a miss). A hit reads every column's dictionary page beside the
+/// few data pages holding its rows, and a file looked up again and again (one whose key
+/// digests are kept) has the same dictionary pages each time; they are most of what a
+/// warm hit reads (a key column of unique strings has a dictionary page as large as a
+/// data page). The pages are kept as stored, compressed: decoding them stays the reader's.
+///
+/// Only files with a page index are served so: its reader asks for a dictionary page as
+/// one range, from the column chunk's start to its first data page, which the page index
+/// gives; without it the reader streams the column chunk from its start.
+pub(crate) struct WithDictionaries<T> {
+    source: T,
+    cache: Arc<LookupCache>,
+    file: FileId,
+    /// The length of each dictionary page, by its offset in the file.
+    pages: HashMap<u64, usize>,
+}
+
+impl<T> WithDictionaries<T> {
+    /// `source`, the file `file` of footer `metadata`, its dictionary pages kept in `cache`.
+    pub(crate) fn new(source: T, cache: Arc<LookupCache>, file: FileId, metadata: &ParquetMetaData) -> Self {
+        Self { source, cache, file, pages: dictionary_pages(metadata) }
+    }
+}
+
+impl<T: Length> Length for WithDictionaries<T> {
+    fn len(&self) -> u64 {
+        self.source.len()
+    }
+}
+
+impl<T: ChunkReader> ChunkReader for WithDictionaries<T> {
+    type T = T::T;
+
+    fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
+        self.source.get_read(start)
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
+        match self.pages.get(&start) {
+            Some(&page) if page == length => {
+                self.cache.dictionary_page(&self.file, start, || self.source.get_bytes(start, length))
+            }
+            _ => self.source.get_bytes(start, length),
+        }
+    }
+}
+
+/// Where each dictionary page of a file with a page index lies: its column chunk's start,
+/// and its length up to the chunk's first data page.
+fn dictionary_pages(metadata: &ParquetMetaData) -> HashMap<u64, usize> {
+    let mut pages = HashMap::new();
+    for (g, group) in metadata.row_groups().iter().enumerate() {
+        let index = metadata.page_index_for_row_group(g);
+        for (c, column) in group.columns().iter().enumerate() {
+            let start = column.byte_range().0;
+            let first =
+                index.offset_index(c).and_then(|o| o.page_locations().first()).map(|p| p.offset as u64);
+            match first {
+                Some(first) if column.dictionary_page_offset().is_some() && first > start => {
+                    pages.insert(start, (first - start) as usize);
+                }
+                _ => {}
+            }
+        }
+    }
+    pages
 }
 
 /// How a column's values become digests.
@@ -627,5 +719,91 @@ mod tests {
         assert_eq!(digests.candidates(&range(None, None)), Some(0..7));
         let other_type = cache.key_digests(&old, "k", &DataType::Int32, || Ok(keys_of(3))).unwrap().unwrap();
         assert_eq!(other_type.candidates(&range(None, None)), Some(0..3));
+    }
+
+    /// A Parquet file in memory: a key, a column of few values and one of many, in row
+    /// groups of 400 rows and pages of 100, dictionary-encoded, with a page index.
+    fn dictionary_encoded() -> (bytes::Bytes, ArrowReaderMetadata) {
+        use parquet::arrow::arrow_reader::ArrowReaderOptions;
+        let rows = 1000i64;
+        let batch = arrow_array::RecordBatch::try_from_iter([
+            ("k", Arc::new(Int64Array::from_iter_values(0..rows)) as ArrayRef),
+            ("few", Arc::new(Int64Array::from_iter_values((0..rows).map(|i| i % 7))) as ArrayRef),
+            ("many", Arc::new(StringArray::from_iter_values((0..rows).map(|i| format!("{:030}", i / 2))))),
+        ])
+        .unwrap();
+        let properties = parquet::file::properties::WriterProperties::builder()
+            .set_data_page_row_count_limit(100)
+            .set_write_batch_size(100)
+            .set_max_row_group_row_count(Some(400))
+            .build();
+        let mut bytes = Vec::new();
+        let mut writer =
+            parquet::arrow::ArrowWriter::try_new(&mut bytes, batch.schema(), Some(properties)).unwrap();
+        writer.write(&batch).unwrap();
+        writer.close().unwrap();
+        let bytes = bytes::Bytes::from(bytes);
+        let options = ArrowReaderOptions::new()
+            .with_page_index_policy(parquet::file::metadata::PageIndexPolicy::Required);
+        let metadata = ArrowReaderMetadata::load(&bytes, options).unwrap();
+        (bytes, metadata)
+    }
+
+    /// The bytes a read of rows `rows` of every column takes of the file, through `cache`.
+    fn bytes_read(file: &FileId, cache: &Arc<LookupCache>, rows: Range<usize>) -> (u64, Vec<i64>) {
+        use parquet::arrow::arrow_reader::{ParquetRecordBatchReaderBuilder, RowSelection, RowSelector};
+        let (bytes, metadata) = dictionary_encoded();
+        let counters = Arc::new(super::super::counters::ReadCounters::default());
+        let source = super::super::counters::Counted::new(bytes, Some(counters.clone()));
+        let source = WithDictionaries::new(source, cache.clone(), file.clone(), metadata.metadata());
+        let selection = RowSelection::from(vec![
+            RowSelector::skip(rows.start),
+            RowSelector::select(rows.len()),
+            RowSelector::skip(1000 - rows.end),
+        ]);
+        let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(source, metadata)
+            .with_row_selection(selection)
+            .build()
+            .unwrap();
+        let mut few = Vec::new();
+        for batch in reader {
+            few.extend(batch.unwrap().column(1).as_primitive::<arrow_array::types::Int64Type>().values());
+        }
+        (counters.get().bytes_read, few)
+    }
+
+    #[test]
+    fn dictionary_pages_are_read_once_then_taken_from_the_cache() {
+        let (_, metadata) = dictionary_encoded();
+        let chunks = metadata.metadata().row_groups().iter().flat_map(|g| g.columns());
+        let dictionary = |c: &parquet::file::metadata::ColumnChunkMetaData| {
+            c.dictionary_page_offset().map_or(0, |d| (c.data_page_offset() - d) as u64)
+        };
+        let group_dictionaries: Vec<u64> = metadata
+            .metadata()
+            .row_groups()
+            .iter()
+            .map(|g| g.columns().iter().map(dictionary).sum())
+            .collect();
+        assert!(chunks.map(dictionary).all(|d| d > 0), "every column chunk has a dictionary page");
+        let want: Vec<i64> = (450..460).map(|i| i % 7).collect();
+        let cache = Arc::new(LookupCache::new(1 << 20));
+        let (first, rows) = bytes_read(&file_id("f"), &cache, 450..460);
+        assert_eq!(rows, want);
+        let (second, rows) = bytes_read(&file_id("f"), &cache, 450..460);
+        assert_eq!(rows, want);
+        assert_eq!(first - second, group_dictionaries[1], "the second group's dictionary pages, kept");
+        // Rows of two groups: the second group's pages from the cache, the third's read.
+        let (across, _) = bytes_read(&file_id("f"), &cache, 790..810);
+        let (again, _) = bytes_read(&file_id("f"), &cache, 790..810);
+        assert_eq!(across - again, group_dictionaries[2]);
+        // Another file (a replaced one: another identity) is read anew.
+        let (other, rows) = bytes_read(&FileId { changed: (9, 9), ..file_id("f") }, &cache, 450..460);
+        assert_eq!((other, rows), (first, want.clone()));
+        // A cache of no budget keeps nothing: every read reads them.
+        let off = Arc::new(LookupCache::new(0));
+        let reads: Vec<u64> = (0..3).map(|_| bytes_read(&file_id("f"), &off, 450..460).0).collect();
+        assert_eq!(reads, vec![first; 3]);
+        assert_eq!((off.stats().entries, off.stats().bytes), (0, 0));
     }
 }

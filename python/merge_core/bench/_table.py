@@ -13,7 +13,7 @@ import importlib.metadata
 import os
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,9 +46,14 @@ PAIMON_OPTIONS = {
 
 def load_versions(paths: list[str]) -> list[pa.Table]:
     """The versions as the commits write them: 'null' in `name` after the base is a null."""
-    return [
-        contest.null_strings_as_null(pq.read_table(p), ["name"]) if i else pq.read_table(p) for i, p in enumerate(paths)
-    ]
+    return list(each_version(paths))
+
+
+def each_version(paths: list[str]) -> Iterator[pa.Table]:
+    """The versions of :func:`load_versions` read one at a time, for a writer that holds
+    only the one it commits."""
+    for i, p in enumerate(paths):
+        yield contest.null_strings_as_null(pq.read_table(p), ["name"]) if i else pq.read_table(p)
 
 
 def table_path(warehouse: str) -> str:
@@ -81,7 +86,7 @@ def pypaimon_create(warehouse: str, options: dict[str, str] | None = None):
     return catalog.get_table(f"{DATABASE}.{TABLE}")
 
 
-def pypaimon_commits(table, versions: list[pa.Table], native: bool = False) -> None:
+def pypaimon_commits(table, versions: Iterable[pa.Table], native: bool = False) -> None:
     """One batch write and commit per version; with `native`, fails unless pypaimon's
     Rust writer did the writing (pypaimon falls back to Python silently)."""
     schema = pa.schema([f.with_nullable(f.name != "uuid") for f in contest.SCHEMA])
@@ -113,7 +118,7 @@ def pypaimon_contest(inputs: Inputs) -> tuple[Any, str, float]:
 
         def commits():
             table = pypaimon_create(warehouse)
-            pypaimon_commits(table, load_versions(inputs.contest_versions()))
+            pypaimon_commits(table, each_version(inputs.contest_versions()))
             return table
 
         table, seconds = timed("pypaimon write", commits)

@@ -1,7 +1,8 @@
 """The process's cache for point lookups (``rust/read/lookup_cache.rs``): of each data
 file a filtered read narrowed to a key range met, its footer and a 64-bit digest of
 every row's first key column, so that the next lookup into the same bucket finds the
-rows that may hold its key without decoding any key column. Bounded by a byte budget,
+rows that may hold its key without decoding any key column; and of such a file, the
+dictionary pages a hit reads beside its rows' pages. Bounded by a byte budget,
 least recently used first out; a file replaced at its path is never served from the
 entry of its predecessor.
 
