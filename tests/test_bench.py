@@ -244,7 +244,17 @@ def test_a_run_of_the_other_suites_keeps_the_scaling_section(tmp_path):
     block = f"{_report.SCALING_BEGIN}\n## Scaling: from its own run\n{_report.SCALING_END}"
     (tmp_path / "README.md").write_text(f"# an older report\n\n## Gone\n\n{block}\n")
     section = Section("s", "S", ["about"], [Run("merge-core", 1.0, 10)])
-    text = open(_report.write([section], str(tmp_path), "tiny", "merge-core bench --only s")).read()
+    with open(_report.write([section], str(tmp_path), "tiny", "merge-core bench --only s")) as f:
+        text = f.read()
     assert "## S" in text and "## Gone" not in text
     assert text.count(block) == 1
     assert _report.with_scaling_block("# r\n", block) == f"# r\n\n{block}\n"  # added where there was none
+    newer = block.replace("from its own run", "a newer run")
+    assert _report.with_scaling_block(text, newer) == text.replace(block, newer)  # replaced where there was one
+
+
+def test_the_huge_scale_refuses_the_suites_with_peers(tmp_path):
+    command = [CLI, "bench", "--scale", "huge", "--only", "kway", "--no-install", "--out", str(tmp_path)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "runs only the scaling suite" in done.stderr, done.stderr
+    assert os.listdir(tmp_path) == []

@@ -39,7 +39,7 @@ SCALES = {
     "tiny": Scale(20_000, 8, 20_000, 4 * MiB, 1, (10_000, 20_000)),
     "small": Scale(200_000, 16, 100_000, 16 * MiB, 2, (200_000, 400_000)),
     "full": Scale(2_000_000, 16, 1_000_000, 64 * MiB, 3, (2_000_000, 4_000_000)),
-    # Only the scaling suite: 6M, 12M, 30M and 60M rows (about 25 minutes on 2 cores).
+    # Only the scaling suite: 6M, 12M, 30M and 60M rows (about 30 minutes on a quiet 2-core machine).
     "huge": Scale(20_000_000, 16, 1_000_000, 64 * MiB, 1, (2_000_000, 4_000_000, 10_000_000, 20_000_000)),
 }
 SUITES = ["kway", "upsert", "sort", "table", "paimon", "lookup", "append", "spark", "scaling"]

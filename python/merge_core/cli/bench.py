@@ -9,8 +9,8 @@ import sys
 from collections.abc import Callable, Iterable
 from importlib import metadata
 
-from ..bench import SCALES, SUITES
-from .common import add_command, check_positive
+from ..bench import ONLY_SCALING, SCALES, SUITES
+from .common import UserError, add_command, check_positive
 
 
 def add_command_to(commands: argparse._SubParsersAction) -> None:
@@ -28,7 +28,7 @@ merge-core bench --scale huge      # merge-core alone at 6M to 60M rows: its sca
         "--scale",
         default="small",
         choices=list(SCALES),
-        help="data size; 'huge' runs only the scaling suite (6M to 60M rows, about 25 minutes on 2 cores)",
+        help="data size; 'huge' runs only the scaling suite (6M to 60M rows, ~30 min on a quiet 2-core machine)",
     )
     p.add_argument("--out", default="docs/benchmarks", metavar="DIR", help="folder for README.md and the PNG charts")
     p.add_argument(
@@ -87,6 +87,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     if args.repeat is not None:
         check_positive(args.repeat, "--repeat")
+    if args.scale in ONLY_SCALING and set(args.only or ["scaling"]) != {"scaling"}:
+        raise UserError(f"--scale {args.scale} runs only the scaling suite (its data is too large for the peers)")
     if not args.no_install:
         install_missing_peers()
     command = " ".join(["merge-core bench", f"--scale {args.scale}", *(f"--only {s}" for s in args.only or [])])
