@@ -196,3 +196,78 @@ def test_the_bench_installs_only_the_peers_of_its_extra_that_are_missing():
     got = missing_requirements(requirements, lambda name: name in present, "bench")
     assert got == ["duckdb>=1.0", "pandas<3,>=2.2"]
     assert missing_requirements(requirements, lambda name: True, "bench") == []
+
+
+SCALING_STEPS = {
+    "write": "Table.write, 11 commits (compacting)",
+    "write-only": "Table.write, 11 commits (write-only)",
+    "read": "Table.read (11 runs a bucket)",
+    "decode floor": "decode floor (no merge)",
+    "compact": "full compaction",
+    "sort": "mc.sort, 256 MiB limit",
+    "upsert_files": "Spark upsert_files",
+}
+
+
+def scaling_rows(report: str) -> list[list[str]]:
+    lines = report.split("## Scaling", 1)[1].splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("| step"))
+    end = next((i for i in range(start, len(lines)) if not lines[i].startswith("|")), len(lines))
+    return [[cell.strip() for cell in line.strip("|").split("|")] for line in lines[start + 2 : end]]
+
+
+def test_the_scaling_suite_replaces_only_its_section_of_the_report(tmp_path):
+    """`--only scaling` times merge-core's steps at two sizes, each step in its own process,
+    and writes its section and chart into the report, leaving the other sections as they
+    were and replacing its own earlier section."""
+    out, scratch = tmp_path / "report", tmp_path / "scratch"
+    out.mkdir()
+    scratch.mkdir()
+    old = f"{_report.SCALING_BEGIN}\n## Scaling: an earlier run\n{_report.SCALING_END}"
+    (out / "README.md").write_text(f"# merge-core benchmarks\n\n## K-way merge\n\nkept as it was\n\n{old}\n")
+    env = {**os.environ, "TMPDIR": str(scratch)}
+    command = [CLI, "bench", "--scale", "tiny", "--only", "scaling", "--out", str(out), "--no-install"]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "scaling: 60,000 rows" in done.stderr  # progress, size by size
+    report = (out / "README.md").read_text()
+    assert report.startswith("# merge-core benchmarks\n\n## K-way merge\n\nkept as it was\n")
+    assert "an earlier run" not in report and report.count(_report.SCALING_BEGIN) == 1
+    assert "## Scaling: merge-core's steps from 0.03M to 0.06M rows" in report
+    rows = scaling_rows(report)
+    assert [(r[0], r[1]) for r in rows] == [(t, n) for t in SCALING_STEPS.values() for n in ("30,000", "60,000")]
+    for cells in rows:
+        if cells[0] == SCALING_STEPS["upsert_files"] and cells[2].startswith("skipped:"):
+            continue  # without pyspark
+        assert re.fullmatch(r"[\d.]+", cells[2]), cells  # seconds
+        assert cells[10] == "yes", cells  # the rows it gave
+        assert cells[5] == "1.00x" if cells[1] == "30,000" else re.fullmatch(r"[\d.]+x", cells[5]), cells
+    merged = {(r[0], r[1]): r for r in rows}
+    for step in ("read", "compact"):  # measured beside the bound of docs/memory.md
+        for n in ("30,000", "60,000"):
+            cells = merged[(SCALING_STEPS[step], n)]
+            assert int(cells[7]) <= int(cells[8]), cells
+    assert re.search(r"CPU seconds over the decode floor's: 0\.03M [\d.]+x, 0\.06M [\d.]+x\.", report), report
+    assert "(R + 1) x 4 x B x row" in report and ": R = 11, row = " in report
+    assert (out / "scaling.png").read_bytes()[:4] == b"\x89PNG"
+    assert os.listdir(scratch) == [], "the scaling suite left temporary files"
+
+
+def test_a_run_of_the_other_suites_keeps_the_scaling_section(tmp_path):
+    block = f"{_report.SCALING_BEGIN}\n## Scaling: from its own run\n{_report.SCALING_END}"
+    (tmp_path / "README.md").write_text(f"# an older report\n\n## Gone\n\n{block}\n")
+    section = Section("s", "S", ["about"], [Run("merge-core", 1.0, 10)])
+    with open(_report.write([section], str(tmp_path), "tiny", "merge-core bench --only s")) as f:
+        text = f.read()
+    assert "## S" in text and "## Gone" not in text
+    assert text.count(block) == 1
+    assert _report.with_scaling_block("# r\n", block) == f"# r\n\n{block}\n"  # added where there was none
+    newer = block.replace("from its own run", "a newer run")
+    assert _report.with_scaling_block(text, newer) == text.replace(block, newer)  # replaced where there was one
+
+
+def test_the_huge_scale_refuses_the_suites_with_peers(tmp_path):
+    command = [CLI, "bench", "--scale", "huge", "--only", "kway", "--no-install", "--out", str(tmp_path)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "runs only the scaling suite" in done.stderr, done.stderr
+    assert os.listdir(tmp_path) == []

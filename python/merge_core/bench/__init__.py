@@ -8,7 +8,10 @@ pypaimon and pypaimon-rust, merge-core's compaction; dynamic partition pruning; 
 compaction after 50 small commits),
 ``paimon`` (a Paimon table written by pypaimon, read by merge-core, pypaimon and
 pypaimon-rust), ``lookup`` (point lookups in that table, by each of them), ``spark``
-(the contest upsert as a Spark job).
+(the contest upsert as a Spark job); and ``scaling`` (merge-core's own steps at several
+row counts, no peers: time against rows and memory that does not grow with them), which
+runs only when asked for (``--only scaling``) or at the ``huge`` scale (6M to 60M rows),
+and replaces only its own section of the report.
 """
 
 from __future__ import annotations
@@ -30,14 +33,19 @@ class Scale:
     kway_rows_per_run: int
     sort_limit: int  # bytes; the sort's data is 8x this
     repeat: int
+    scaling: tuple[int, ...]  # the scaling suite's sizes, in contest base rows (3x as many rows in all)
 
 
 SCALES = {
-    "tiny": Scale(20_000, 8, 20_000, 4 * MiB, 1),
-    "small": Scale(200_000, 16, 100_000, 16 * MiB, 2),
-    "full": Scale(2_000_000, 16, 1_000_000, 64 * MiB, 3),
+    "tiny": Scale(20_000, 8, 20_000, 4 * MiB, 1, (10_000, 20_000)),
+    "small": Scale(200_000, 16, 100_000, 16 * MiB, 2, (200_000, 400_000)),
+    "full": Scale(2_000_000, 16, 1_000_000, 64 * MiB, 3, (2_000_000, 4_000_000)),
+    # Only the scaling suite: 6M, 12M, 30M and 60M rows (about 30 minutes on a quiet 2-core machine).
+    "huge": Scale(20_000_000, 16, 1_000_000, 64 * MiB, 1, (2_000_000, 4_000_000, 10_000_000, 20_000_000)),
 }
-SUITES = ["kway", "upsert", "sort", "table", "paimon", "lookup", "append", "spark"]
+SUITES = ["kway", "upsert", "sort", "table", "paimon", "lookup", "append", "spark", "scaling"]
+DEFAULT_SUITES = [s for s in SUITES if s != "scaling"]  # scaling is a run of its own
+ONLY_SCALING = {"huge"}  # scales too large for the suites with peers
 SORT_FACTOR = 8
 
 
@@ -56,8 +64,36 @@ def run(
     unknown = set(suites or []) - set(SUITES)
     if unknown:
         raise ValueError(f"unknown suite(s) {', '.join(sorted(unknown))}: use {', '.join(SUITES)}")
-    chosen = [s for s in SUITES if s in (suites or SUITES)]
+    if scale in ONLY_SCALING and set(suites or ["scaling"]) != {"scaling"}:
+        raise ValueError(f"the {scale!r} scale runs only the scaling suite")
+    default = ["scaling"] if scale in ONLY_SCALING else DEFAULT_SUITES
+    chosen = [s for s in SUITES if s in (suites or default)]
     size = SCALES[scale]
+    command = command or f"merge-core bench --scale {scale}"
+    path = None
+    if chosen != ["scaling"]:
+        path = run_peers([s for s in chosen if s != "scaling"], size, out, scale, master, repeat, command)
+    if "scaling" in chosen:
+        path = run_scaling(size, out, scale, master, command)
+    return path
+
+
+def run_scaling(size: Scale, out: str, scale: str, master: str, command: str) -> str:
+    """The scaling suite, its data in a temporary folder removed at the end; writes its
+    section into the report in `out`, leaving the rest of it as it is."""
+    from . import _scaling
+    from ._report import write_scaling
+
+    with tempfile.TemporaryDirectory(prefix="merge-core-scaling-") as tmp:
+        points, made = _scaling.run(tmp, list(size.scaling), master)
+    return write_scaling(points, made, out, scale, command)
+
+
+def run_peers(
+    chosen: list[str], size: Scale, out: str, scale: str, master: str, repeat: int | None, command: str
+) -> str:
+    """The suites with peers on the same inputs, written as the report (its scaling
+    section kept)."""
     repeat = repeat or size.repeat
     spark = None
     sections: list[Section] = []
@@ -76,7 +112,7 @@ def run(
         finally:
             if spark is not None:
                 spark.stop()
-    return write(sections, out, scale, command or f"merge-core bench --scale {scale}")
+    return write(sections, out, scale, command)
 
 
 def run_suite(suite: str, folder: str, inputs: Inputs, size: Scale, repeat: int, spark) -> Section:

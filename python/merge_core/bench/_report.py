@@ -139,6 +139,96 @@ def write(sections: list[Section], folder: str, scale: str, command: str) -> str
     for section in sections:
         lines += section_text(section, chart(section, folder))
     path = os.path.join(folder, "README.md")
+    kept = scaling_block(read_text(path))  # made by its own, longer run: kept as it is
     with open(path, "w") as f:
-        f.write("\n".join(lines))
+        f.write("\n".join(lines) + (f"\n{kept}\n" if kept else ""))
     return path
+
+
+# -- the scaling section: made by its own run (`--only scaling`, `--scale huge`), it replaces
+# its block in README.md and nothing else, and the other runs keep it ---------------------
+
+SCALING_BEGIN = "<!-- scaling: made by its own run; the other runs keep it -->"
+SCALING_END = "<!-- /scaling -->"
+
+
+def read_text(path: str) -> str:
+    try:
+        with open(path) as f:
+            return f.read()
+    except FileNotFoundError:
+        return ""
+
+
+def scaling_block(text: str) -> str | None:
+    """The scaling section's block in a report, markers included, or None."""
+    start = text.find(SCALING_BEGIN)
+    end = text.find(SCALING_END, start)
+    return text[start : end + len(SCALING_END)] if start >= 0 and end >= 0 else None
+
+
+def with_scaling_block(text: str, block: str) -> str:
+    """`text` with its scaling block replaced by `block`, or `block` appended."""
+    old = scaling_block(text)
+    if old is not None:
+        return text.replace(old, block)
+    if not text:
+        return f"# merge-core benchmarks\n\n{block}\n"
+    return text.rstrip("\n") + f"\n\n{block}\n"
+
+
+def write_scaling(points: list, made: list[dict], folder: str, scale: str, command: str) -> str:
+    """Writes the scaling section and its chart into `folder`'s README.md, replacing only
+    that section; returns the report's path."""
+    from ._scaling import scaling_text
+
+    os.makedirs(folder, exist_ok=True)
+    chart_name = scaling_chart(points, folder)
+    about = [
+        f"Made by `{command}` on {dt.date.today().isoformat()} (scale `{scale}`).",
+        f"Machine: {machine()}.",
+        "Versions: "
+        + ", ".join(f"{k} {v or 'not installed'}" for k, v in versions().items() if k in SCALING_PACKAGES)
+        + ".",
+    ]
+    block = "\n".join([SCALING_BEGIN, *scaling_text(points, made, about, chart_name), SCALING_END])
+    path = os.path.join(folder, "README.md")
+    text = with_scaling_block(read_text(path), block)
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+SCALING_PACKAGES = ["merge-core", "pyarrow", "pyspark"]
+
+
+def scaling_chart(points: list, folder: str) -> str | None:
+    """CPU seconds and peak memory against rows, one line per step; None without matplotlib."""
+    if missing("matplotlib"):
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from ._scaling import STEPS
+
+    fig, (times, memory) = plt.subplots(1, 2, figsize=(11, 4.2))
+    for step, label in STEPS.items():
+        timed = [p for p in points if p.step == step and p.cpu_seconds is not None]
+        if timed:
+            times.plot([p.rows / 1e6 for p in timed], [p.cpu_seconds for p in timed], marker="o", label=label)
+        held = [p for p in points if p.step == step and p.peak_bytes is not None]
+        if held:
+            memory.plot([p.rows / 1e6 for p in held], [p.peak_bytes / MiB for p in held], marker="o", label=label)
+    # CPU seconds: on a shared machine they vary far less than wall times do
+    times.set(xlabel="rows (millions)", ylabel="CPU seconds", title="CPU time against rows")
+    memory.set(xlabel="rows (millions)", ylabel="peak memory above the start (MiB)", title="Peak memory against rows")
+    memory.set_ylim(bottom=0)
+    times.set_ylim(bottom=0)
+    times.legend(fontsize=7)
+    fig.tight_layout()
+    name = "scaling.png"
+    fig.savefig(os.path.join(folder, name), dpi=100)
+    plt.close(fig)
+    return name
