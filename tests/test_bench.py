@@ -172,6 +172,51 @@ def test_cpu_seconds_are_shown_where_measured():
     assert "CPU seconds" not in "\n".join(_report.section_text(unmeasured, None))
 
 
+#: A parent that ignores SIGCHLD, as PySpark's daemon does, and a child of it that uses
+#: half a CPU second, prints its pid, and exits once the file named by argv[1] exists.
+_DAEMON = """
+import os, signal, sys, time
+signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+if os.fork() == 0:
+    end = time.process_time() + 0.5
+    while time.process_time() < end:
+        pass
+    print(os.getpid(), flush=True)
+    while not os.path.exists(sys.argv[1]):
+        time.sleep(0.01)
+    os._exit(0)
+sys.stdin.read()
+"""
+
+
+def test_cpu_of_the_process_tree_does_not_drop_when_a_worker_exits(tmp_path):
+    import subprocess
+    import sys
+    import time
+
+    stop = tmp_path / "stop"
+    daemon = subprocess.Popen(
+        [sys.executable, "-c", _DAEMON, str(stop)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        worker = int(daemon.stdout.readline())
+        before = _measure.tree_cpu()
+        assert before[worker] >= 0.4  # the worker's CPU is seen while it lives
+        stop.touch()
+        for _ in range(500):  # the kernel reaps it at once: its parent ignores SIGCHLD
+            if not os.path.exists(f"/proc/{worker}"):
+                break
+            time.sleep(0.01)
+        sum(range(2_000_000))  # some CPU of our own between the readings
+        after = _measure.tree_cpu()
+    finally:
+        daemon.stdin.close()
+        daemon.wait(timeout=10)
+        daemon.stdout.close()
+    assert worker not in after
+    assert 0 < _measure.cpu_between(before, after) < 5  # a plain sum of the tree fell by the worker's 0.5 s
+
+
 def test_the_bench_installs_only_the_peers_of_its_extra_that_are_missing():
     """The demo's set-up leaves the bench's peers out; the bench installs those missing."""
     from merge_core.cli.bench import missing_requirements

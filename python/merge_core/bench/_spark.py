@@ -11,7 +11,7 @@ import merge_core as mc
 from merge_core import contest
 
 from ._inputs import Inputs
-from ._measure import Run, Section, progress, tree_cpu_seconds
+from ._measure import Run, Section, cpu_between, progress, tree_cpu
 from ._table import BUCKETS
 from ._upsert import write_sorted_runs, write_table
 
@@ -68,12 +68,12 @@ def alternating(jobs: dict, repeat: int, argument) -> dict[str, tuple[float, flo
     best: dict[str, tuple[float, float | None]] = {name: (float("inf"), None) for name in jobs}
     for attempt in range(repeat):
         for i, (name, job) in enumerate(jobs.items()):
-            cpu, start = tree_cpu_seconds(), time.perf_counter()
+            cpu, start = tree_cpu(), time.perf_counter()
             job(argument(i, attempt))
-            seconds, after = time.perf_counter() - start, tree_cpu_seconds()
+            seconds, after = time.perf_counter() - start, tree_cpu()
             progress(f"  {name}: {seconds:.2f} s")
             if seconds < best[name][0]:
-                best[name] = (seconds, None if cpu is None or after is None else after - cpu)
+                best[name] = (seconds, cpu_between(cpu, after))
     return best
 
 
