@@ -81,7 +81,11 @@ def test_bench_command_writes_a_checked_report(tmp_path):
     for label in ("sorted by key", "unsorted"):  # each input byte read once, at 8 and 64 buckets
         found = re.search(rf"- inputs {label}: 8 buckets ([\d.]+) .*, 64 buckets ([\d.]+) ", report)
         assert found and all(float(ratio) <= 1.1 for ratio in found.groups()), label
-    floor = re.search(r"Spark SQL ([\d.]+) s .*`upsert` ([\d.]+) s .*alone, nothing done after it, ([\d.]+) s", report)
+    floor = re.search(
+        r"Spark SQL ([\d.]+) s .*`upsert` ([\d.]+) s .*alone, nothing done after it, ([\d.]+) s"
+        r".*back unchanged, ([\d.]+) s",
+        report,
+    )
     assert floor and all(float(seconds) > 0 for seconds in floor.groups()), report  # the shuffle path's floor
     source = re.search(r"`merge_core` data source, .* ([\d.]+)x \(same rows: (\w+)\)\. .* ([\d.]+)x\.", report)
     assert source and source.group(2) == "True", report  # its read merges as Spark SQL's upsert does
@@ -179,6 +183,51 @@ def test_cpu_seconds_are_shown_where_measured():
     assert rows["merge-core"][6] == "1.50" and rows["jvm"][6] == "n/a"
     unmeasured = Section("u", "U", [], [Run("merge-core", 1.0, 10)])
     assert "CPU seconds" not in "\n".join(_report.section_text(unmeasured, None))
+
+
+#: A parent that ignores SIGCHLD, as PySpark's daemon does, and a child of it that uses
+#: half a CPU second, prints its pid, and exits once the file named by argv[1] exists.
+_DAEMON = """
+import os, signal, sys, time
+signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+if os.fork() == 0:
+    end = time.process_time() + 0.5
+    while time.process_time() < end:
+        pass
+    print(os.getpid(), flush=True)
+    while not os.path.exists(sys.argv[1]):
+        time.sleep(0.01)
+    os._exit(0)
+sys.stdin.read()
+"""
+
+
+def test_cpu_of_the_process_tree_does_not_drop_when_a_worker_exits(tmp_path):
+    import subprocess
+    import sys
+    import time
+
+    stop = tmp_path / "stop"
+    daemon = subprocess.Popen(
+        [sys.executable, "-c", _DAEMON, str(stop)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        worker = int(daemon.stdout.readline())
+        before = _measure.tree_cpu()
+        assert before[worker] >= 0.4  # the worker's CPU is seen while it lives
+        stop.touch()
+        for _ in range(500):  # the kernel reaps it at once: its parent ignores SIGCHLD
+            if not os.path.exists(f"/proc/{worker}"):
+                break
+            time.sleep(0.01)
+        sum(range(2_000_000))  # some CPU of our own between the readings
+        after = _measure.tree_cpu()
+    finally:
+        daemon.stdin.close()
+        daemon.wait(timeout=10)
+        daemon.stdout.close()
+    assert worker not in after
+    assert 0 < _measure.cpu_between(before, after) < 5  # a plain sum of the tree fell by the worker's 0.5 s
 
 
 def test_the_bench_installs_only_the_peers_of_its_extra_that_are_missing():

@@ -77,10 +77,10 @@ def cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def tree_cpu_seconds() -> float | None:
-    """CPU time used so far by this process and every process below it (Spark's JVM and
-    its Python workers), exited children included once their parent reaped them; None
-    where /proc is missing."""
+def tree_cpu() -> dict[int, float] | None:
+    """CPU seconds used so far by this process and by each process below it (Spark's JVM
+    and its Python workers), by process id; None where /proc is missing. Compare two with
+    :func:`cpu_between`."""
     import os
 
     try:
@@ -106,7 +106,19 @@ def tree_cpu_seconds() -> float | None:
                 return False
         return False
 
-    return sum(t for pid, t in ticks.items() if below_us(pid)) / os.sysconf("SC_CLK_TCK")
+    tick = os.sysconf("SC_CLK_TCK")
+    return {pid: t / tick for pid, t in ticks.items() if below_us(pid)}
+
+
+def cpu_between(before: dict[int, float] | None, after: dict[int, float] | None) -> float | None:
+    """CPU seconds the process tree used between two :func:`tree_cpu` readings, process by
+    process: a process that exited in between counts for nothing rather than taking its
+    whole past off the sum. PySpark's daemon ignores SIGCHLD, so its exited workers are
+    never added to its children's time: a plain sum of the tree fell by all a worker had
+    ever used when Spark stopped it during the next job."""
+    if before is None or after is None:
+        return None
+    return sum(seconds - before.get(pid, 0.0) for pid, seconds in after.items())
 
 
 def rss() -> int:
