@@ -8,7 +8,7 @@ import re
 import subprocess
 
 import pyarrow as pa
-from merge_core.bench import _measure, _report, _small_commits, _value_filter
+from merge_core.bench import _measure, _report, _scaling, _small_commits, _value_filter
 from merge_core.bench._measure import Peer, Run, Section
 from test_cli import CLI
 
@@ -247,15 +247,7 @@ def test_the_bench_installs_only_the_peers_of_its_extra_that_are_missing():
     assert missing_requirements(requirements, lambda name: True, "bench") == []
 
 
-SCALING_STEPS = {
-    "write": "Table.write, 11 commits (compacting)",
-    "write-only": "Table.write, 11 commits (write-only)",
-    "read": "Table.read (11 runs a bucket)",
-    "decode floor": "decode floor (no merge)",
-    "compact": "full compaction",
-    "sort": "mc.sort, 256 MiB limit",
-    "upsert_files": "Spark upsert_files",
-}
+SCALING_STEPS = _scaling.STEPS  # step -> its name in the report
 
 
 def scaling_rows(report: str) -> list[list[str]]:
