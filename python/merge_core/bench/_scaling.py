@@ -30,7 +30,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from ._measure import MiB, peak_rss, progress, reset_peak_rss, rss, tree_cpu_seconds
+from ._measure import MiB, cpu_between, peak_rss, progress, reset_peak_rss, rss, tree_cpu
 
 BUCKETS = 8
 SORT_LIMIT = 256 * MiB
@@ -76,7 +76,7 @@ def read_bound(runs: int, row_bytes: float, threads: int) -> int:
     """A read on `threads` merging at most `threads` buckets at once: each merge's batches,
     the merged batches of the buckets merged ahead (a 128 MiB read-ahead shared among
     them) and those of the bucket being read (one share at most)."""
-    from merge_core.paimon._table import READ_BATCH_ROWS
+    from merge_core.paimon import READ_BATCH_ROWS
 
     ahead = READ_AHEAD_BYTES + READ_AHEAD_BYTES // max(1, threads - 1) if threads > 1 else READ_AHEAD_BYTES
     return min(threads, BUCKETS) * merge_bytes(runs, READ_BATCH_ROWS, row_bytes) + ahead
@@ -85,8 +85,7 @@ def read_bound(runs: int, row_bytes: float, threads: int) -> int:
 def compact_bound(runs: int, row_bytes: float, threads: int) -> int:
     """A full compaction on `threads`: one bucket a thread, each its merge's batches (of
     8,192 rows, one merged batch ready) and the row group its file gathers and encodes."""
-    from merge_core.paimon._table import COMPACT_BATCH_ROWS
-    from merge_core.paimon._write import ENCODE_MEMORY
+    from merge_core.paimon import COMPACT_BATCH_ROWS, ENCODE_MEMORY
 
     workers = min(threads, BUCKETS)
     encoding = ENCODE_MEMORY // 4 if threads // workers == 1 else ENCODE_MEMORY
@@ -236,13 +235,13 @@ def spark_upsert(folder: str, master: str) -> dict:
     try:
         warm_up(spark, folder)
         out = os.path.join(folder, "upserted")
-        cpu, start = tree_cpu_seconds(), time.perf_counter()
+        cpu, start = tree_cpu(), time.perf_counter()
         counts = mcs.upsert_files(spark, versions(folder), out, "uuid", **contest.CONTEST)
-        seconds, after = time.perf_counter() - start, tree_cpu_seconds()
+        seconds, after = time.perf_counter() - start, tree_cpu()
     finally:
         spark.stop()
     shutil.rmtree(out, ignore_errors=True)
-    cpu_seconds = None if cpu is None or after is None else after - cpu
+    cpu_seconds = cpu_between(cpu, after)
     return {"seconds": seconds, "cpu_seconds": cpu_seconds, "peak": None, "rows_out": counts["rows_out"]}
 
 

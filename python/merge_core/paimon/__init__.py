@@ -18,8 +18,8 @@ from ._compact import CompactTask
 from ._lookup_cache import lookup_cache_stats, set_lookup_cache_size
 from ._merge_options import PaimonMerge, merge_from_paimon_options, paimon_options
 from ._plan import FileRead, Plan, Section, Split
-from ._table import Table
-from ._write import TableWrite
+from ._table import COMPACT_BATCH_ROWS, READ_BATCH_ROWS, Table
+from ._write import ENCODE_MEMORY, TableWrite
 
 __all__ = [
     "Table",
@@ -38,4 +38,8 @@ __all__ = [
     "paimon_options",
     "set_lookup_cache_size",
     "lookup_cache_stats",
+    # The sizes the memory bounds of docs/memory.md are written in.
+    "READ_BATCH_ROWS",
+    "COMPACT_BATCH_ROWS",
+    "ENCODE_MEMORY",
 ]
