@@ -135,3 +135,58 @@ sys.exit(status)
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert (result.returncode, result.stderr) == (0, ""), result
     assert result.stdout.splitlines()[-1] == "after: True"
+
+
+def test_sigterm_during_a_table_write_ends_as_a_termination_and_keeps_the_table(tmp_path):
+    """``kill`` (SIGTERM) is answered as Ctrl-C is: exit status 143, one line saying so,
+    and the table at its last snapshot or the next, readable."""
+    import merge_core as mc
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    inputs = []
+    for i, n in enumerate((400_000, 100_000)):
+        path = tmp_path / f"{i}.parquet"
+        pq.write_table(pa.table({"k": range(i, i + n), "v": [i] * n}), path, row_group_size=20_000)
+        inputs.append(str(path))
+    times = random.Random(15)
+    for attempt in range(4):
+        lake = tmp_path / f"lake{attempt}"
+        subprocess.run([CLI, "table", "create", str(lake), "--like", inputs[0], "-k", "k"], check=True)
+        child = subprocess.Popen(
+            [CLI, "table", "write", str(lake), *inputs], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        time.sleep(times.uniform(1.0, 3.0))  # past loading, when SIGTERM still kills outright
+        child.send_signal(signal.SIGTERM)
+        out, err = child.communicate(timeout=60)
+        if child.returncode == 0:  # it had finished
+            continue
+        assert (child.returncode, err) == (143, "merge-core: terminated\n"), (attempt, out, err[-3000:])
+        table = mc.Table.open(lake)
+        assert len(table.snapshots()) == out.count("snapshot ")
+        table.read().read_all()
+
+
+def test_sigterm_during_a_bench_removes_its_data_and_its_child_processes(tmp_path):
+    """The bench's data (gigabytes at scale) is in a temporary folder, and each scaling
+    step runs in a child process: SIGTERM removes both, as Ctrl-C does."""
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    child = subprocess.Popen(
+        [CLI, "bench", "--scale", "tiny", "--only", "scaling", "--no-install", "--out", str(tmp_path / "out")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "TMPDIR": str(temp)},
+    )
+    for line in child.stderr:  # the first step is running in its child process
+        if "generated" in line:
+            break
+    time.sleep(0.5)
+    child.send_signal(signal.SIGTERM)
+    out, err = child.communicate(timeout=60)
+    assert child.returncode == 143, err[-3000:]
+    assert err.endswith("merge-core: terminated\n"), err[-3000:]
+    assert not list(temp.iterdir()), "the bench's temporary data left behind"
+    steps = subprocess.run(["pgrep", "-f", str(temp)], capture_output=True, text=True).stdout.split()
+    assert not steps, f"child processes left running: {steps}"

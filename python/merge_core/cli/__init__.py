@@ -5,8 +5,8 @@ what they share (:mod:`.common`).
 
 Ctrl-C belongs to the command from its first moment: while pyarrow and the native module
 load (a second or more), it ends the process as an interrupted command does, with exit
-status 130; then :func:`.app.run` takes it over; once the command has ended, a Ctrl-C
-while Python shuts down is ignored. This module imports nothing heavy (nor does
+status 130; then :func:`.app.run` takes it over (and SIGTERM with it); once the command
+has ended, a Ctrl-C or SIGTERM while Python shuts down is ignored. This module imports nothing heavy (nor does
 ``import merge_core``), so it runs before anything heavy is loaded.
 """
 
@@ -36,4 +36,6 @@ def main(argv: list[str] | None = None) -> int:
         # so the exit status is the command's (Python puts back the default action, which
         # ends the process by the signal, for every handler but SIG_IGN).
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+        if signal.getsignal(signal.SIGTERM) is not signal.SIG_IGN:
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
     return status

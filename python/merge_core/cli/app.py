@@ -6,7 +6,9 @@ Every command checks its arguments (files, columns, sizes, directories) before i
 work, shows one progress line on stderr when stderr is a terminal, ends with a summary on
 stdout, and answers a failure with one line on stderr: exit status 2 for a mistake in the
 command line or its inputs, 3 for what merge-core does not do (an unsupported table
-feature), 1 for a failure of merge-core, Spark or the machine, 130 for Ctrl-C.
+feature), 1 for a failure of merge-core, Spark or the machine, 130 for Ctrl-C and 143 for
+SIGTERM (``kill``), which a command answers as it answers Ctrl-C: its temporary files and
+child processes removed, a table left at its last snapshot.
 """
 
 from __future__ import annotations
@@ -53,35 +55,55 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised as an interrupt so that every cleanup Ctrl-C runs runs for it too."""
+
+
 def run(argv: list[str] | None = None) -> int:
     interrupted = _note_interrupts()
     args = None
     try:
         args = build_parser().parse_args(argv)
         return args.run(args)
-    except KeyboardInterrupt:
-        print("merge-core: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as e:
+        return _interrupted(isinstance(e, Terminated))
     except Exception as e:
         if interrupted.is_set():  # Ctrl-C in a Python callback, reported by pyarrow or Rust as their error
-            print("merge-core: interrupted", file=sys.stderr)
-            return 130
+            return _interrupted(interrupted.terminated)
         if os.environ.get("MERGE_CORE_DEBUG"):
             traceback.print_exc()
         runs = getattr(args, "runs", None) or ([args.input] if getattr(args, "input", None) else None)
         return report(e, runs)
 
 
-def _note_interrupts() -> threading.Event:
-    """Ctrl-C raises KeyboardInterrupt as usual, and is also noted: raised inside a Python
-    callback that pyarrow's C++ or merge-core's Rust called, it comes back as their error
-    ("Unknown error: ... Python exception"), which must still end as an interrupt."""
-    interrupted = threading.Event()
+def _interrupted(terminated: bool) -> int:
+    print(f"merge-core: {'terminated' if terminated else 'interrupted'}", file=sys.stderr)
+    return 143 if terminated else 130
+
+
+class _Interrupts(threading.Event):
+    """Set by Ctrl-C or SIGTERM; ``terminated`` says which came first."""
+
+    terminated = False
+
+
+def _note_interrupts() -> _Interrupts:
+    """Ctrl-C raises KeyboardInterrupt as usual, and SIGTERM raises :class:`Terminated`;
+    both are also noted: raised inside a Python callback that pyarrow's C++ or
+    merge-core's Rust called, they come back as their error ("Unknown error: ... Python
+    exception"), which must still end as an interrupt."""
+    interrupted = _Interrupts()
 
     def on_interrupt(signum: int, frame: Any) -> None:
+        if not interrupted.is_set():
+            interrupted.terminated = signum == signal.SIGTERM
         interrupted.set()
+        if signum == signal.SIGTERM:
+            raise Terminated()
         signal.default_int_handler(signum, frame)
 
-    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
-        signal.signal(signal.SIGINT, on_interrupt)
+    if threading.current_thread() is threading.main_thread():
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            if signal.getsignal(signum) is not signal.SIG_IGN:
+                signal.signal(signum, on_interrupt)
     return interrupted
