@@ -20,7 +20,7 @@ from merge_core.errors import CorruptTableError
 from merge_core.fs import LocalStore
 from merge_core.paimon._file_rows import FileRows
 from test_expire import catalog, identifier
-from test_paimon_dv_write import KIND, SCHEMA, as_tuples, check_layout, peers_read, write_rows
+from test_paimon_dv_write import KIND, SCHEMA, as_tuples, check_layout, deletion_vectors, peers_read, write_rows
 
 pytest.importorskip("pypaimon")
 pytest.importorskip("pypaimon_rust")
@@ -224,3 +224,44 @@ def test_the_rows_kept_stay_within_lookup_cache_max_memory_size(tmp_path):
     write_modelled(table, model, rows(range(0, 3000, 13), 4, "w3"))
     all_read(root, model)
     assert table._file_rows.stats()["bytes"] == 0
+
+
+class LastModel(Model):
+    """Each key's newest row (deduplicate)."""
+
+    def add(self, new: list[dict]) -> None:
+        for r in new:
+            self.rows[r["k"]] = {"k": r["k"], "p": r["p"], "v": r["v"], "w": r["w"]}
+
+
+def levels_by_name(table: mc.Table, snapshot: int | None = None) -> dict[str, int]:
+    return {f["path"].split("/")[-1]: f["level"] for f in table.files(snapshot)}
+
+
+@pytest.mark.parametrize("sequence_field", [False, True])
+def test_a_deduplicate_write_alone_in_its_pick_moves_up_unchanged_and_hides_the_rows_above(tmp_path, sequence_field):
+    """Paimon's lookup rewriter upgrades a lone level-0 file of a deduplicate table without
+    a sequence field to any level (``CHANGELOG_NO_REWRITE``): its rows are the newest, the
+    rows above with its keys are only marked deleted. With a sequence field (an older row
+    may win) it is merged and rewritten."""
+    root = tmp_path / "db.db" / "t"
+    options = {**DV, "sequence.field": "v"} if sequence_field else DV
+    table = mc.Table.create(root, SCHEMA, key=["k", "p"], buckets=1, options=options)
+    model = LastModel()
+    versions = [range(3000), range(0, 3000, 3), range(1, 3000, 7), range(0, 3000, 2), range(0, 3000, 11)]
+    upgraded = []
+    for i, keys in enumerate(versions):
+        write_modelled(table, model, rows(keys, i + 1, f"w{i}"))  # v grows: the sequence field agrees
+        appended, compacted = table.snapshots()[-2:]
+        before = levels_by_name(table, appended - 1) if appended > 1 else {}
+        (written,) = levels_by_name(table, appended).keys() - before.keys()
+        after = levels_by_name(table, compacted)
+        if written in after:
+            upgraded.append(after[written])
+        all_read(root, model)
+    if sequence_field:
+        assert upgraded == [5], "only the first write, into the empty bucket, goes up unchanged"
+    else:
+        assert upgraded == [5, 4, 3, 4][: len(upgraded)] and len(upgraded) >= 3, upgraded
+        marked = deletion_vectors(root)
+        assert marked, "the rows the upgraded files replace are marked, not rewritten"

@@ -192,8 +192,6 @@ class LookupCompaction:
         count, level, top = unit.runs, unit.level, top_level(self.schema, (run.level for run in runs))
         picked = [f for run in runs[:count] for f in run.files]
         above = [f for run in runs[count:] for f in run.files]
-        if self._upgrade(picked, above, level, top):
-            return self._upgraded(m, existing, picked[0], level)
         reads = {f.name: self.planner.file_read(f, m.partition, m.bucket) for f in [*picked, *above]}
         key_tables: dict[str, pa.Table] = {}
 
@@ -203,6 +201,8 @@ class LookupCompaction:
             return key_tables[f.name]
 
         found, hits = self._look_up(picked, above, keys_of)
+        if self._upgrade(picked, level, top):
+            return self._upgraded(m, existing, picked[0], level, found)
         if found and not self.dv and not self.first_row:  # nothing could hide the rows found: take every run
             level, picked, above, found, hits = top, [f for run in runs for f in run.files], [], {}, []
         before = self._rows_before(picked, above, reads, found)
@@ -239,15 +239,18 @@ class LookupCompaction:
             compact_changelog=changelog,
         )
 
-    def _upgrade(self, picked: list[DataFile], above: list[DataFile], level: int, top: int) -> bool:
-        """Whether the compaction moves its one level-0 file to the top level unchanged, as
-        Paimon's ``LookupMergeTreeCompactRewriter`` upgrades a file (``CHANGELOG_NO_REWRITE``)
-        on a deletion-vector table: the file alone in the bucket (nothing above it to look
-        up, nothing to merge), headed for the top level, without delete rows (a rewrite
-        would drop them: so would Paimon's), and no changelog, record expiry or forced
-        rewrite asked of the compaction. Paimon upgrades in more cases (a deduplicate
-        table's file at any level); this is the one every write into an empty bucket meets."""
-        if not (self.upgrades and self.dv and self.changelog is None and not above and level == top):
+    def _upgrade(self, picked: list[DataFile], level: int, top: int) -> bool:
+        """Whether the compaction moves its one level-0 file to ``level`` unchanged, as
+        Paimon's ``LookupMergeTreeCompactRewriter`` upgrades a file (its upgrade strategy
+        ``CHANGELOG_NO_REWRITE``) on a deletion-vector table: the file is the compaction's
+        only run, has no delete rows (a rewrite would drop them: so would Paimon's), and
+        either goes to the top level or is a deduplicate table's without a sequence field
+        (its rows are the keys' newest whatever is above: the rows found above are only
+        marked deleted). Rewritten instead, as Paimon would or to keep the code simple:
+        when a changelog is made (Paimon upgrades with a changelog then, merge-core rewrites
+        the file: the same rows), or record expiry, per-level formats or a forced rewrite
+        are asked of the compaction."""
+        if not (self.upgrades and self.dv and self.changelog is None):
             return False
         if len(picked) != 1 or picked[0].level != 0 or picked[0].record is None:
             return False
@@ -257,19 +260,26 @@ class LookupCompaction:
             return False
         if bool_option(options, "compaction.force-rewrite-all-files"):
             return False
-        return picked[0].record.get("_DELETE_ROW_COUNT") == 0  # null: unknown, so rewritten
+        if picked[0].record.get("_DELETE_ROW_COUNT") != 0:  # null: unknown, so rewritten
+            return False
+        engine = options.get("merge-engine", "deduplicate").strip().lower()
+        return level == top or (engine == "deduplicate" and not options.get("sequence.field", "").strip())
 
-    def _upgraded(self, m: CommitMessage, existing: list[DataFile], f: DataFile, level: int) -> CommitMessage:
+    def _upgraded(
+        self, m: CommitMessage, existing: list[DataFile], f: DataFile, level: int, found: dict[str, np.ndarray]
+    ) -> CommitMessage:
         """``m`` with its level-0 file ``f`` moved to ``level`` as it is (same name and
-        rows): the compaction deletes its level-0 entry and adds it at ``level``."""
+        rows): the compaction deletes its level-0 entry and adds it at ``level``; the rows
+        ``found`` above it are marked in the bucket's deletion vectors."""
         assert f.record is not None
         seen = tuple(sorted(e.name for e in existing if e.level > 0))
         replaced = bucket_index_files(self.planner.root, self.snapshot, m.partition, m.bucket)
+        update = DvUpdate(m.partition, m.bucket, None, replaced, seen, False)
         return dataclasses.replace(
             m,
             compact_before=(f.record,),
             compact_after=({**f.record, "_LEVEL": level},),
-            dv_index=DvUpdate(m.partition, m.bucket, None, replaced, seen, False),
+            dv_index=self._vectors(m.partition, m.bucket, existing, [f], found, update),
         )
 
     def _rows_before(
