@@ -19,7 +19,7 @@ import merge_core as mc
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from helpers import pypaimon_rust_rows
+from helpers import pypaimon_rust_rows, pypaimon_table
 
 pypaimon = pytest.importorskip("pypaimon")
 pytest.importorskip("pypaimon_rust")
@@ -68,10 +68,6 @@ def catalog(root: Path):
 
 def identifier(root: Path) -> str:
     return f"{root.parent.name[:-3]}.{root.name}"
-
-
-def pypaimon_table(root: Path):
-    return catalog(root).get_table(identifier(root))
 
 
 def pypaimon_read(root: Path) -> list[tuple]:
