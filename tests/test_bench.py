@@ -54,6 +54,7 @@ def test_bench_command_writes_a_checked_report(tmp_path):
         assert (out / f"{name}.png").read_bytes()[:4] == b"\x89PNG"
     sort_rows = {r[0]: r for r in table_rows(report, SECTIONS["sort"])}
     assert sort_rows["int64: merge-core"][3] == "1.00x"
+    assert re.fullmatch(r"[\d.]+", sort_rows["int64: merge-core (batches from Python)"][1]), "the sort from Python"
     assert "| with the dynamic filter | 365 of 1095 |" in report  # the DPP example reads one year of three
     assert "opened 2 of 20 files (18 skipped by value statistics" in report  # the lookup section's value filter
     writes = {r[0]: r for r in table_rows(report, SECTIONS["table"])}

@@ -19,7 +19,9 @@ TOOLS = {  # tool -> module it needs
     "read only (floor)": None,
     "merge-core": None,
     "merge-core (uncompressed spills)": None,
+    "merge-core (batches from Python)": None,
     "DataFusion": "datafusion",
+    "DataFusion (batches from Python)": "datafusion",
     "DuckDB": "duckdb",
     "Polars (in memory)": "polars",
     "pyarrow (in memory)": None,
@@ -64,15 +66,20 @@ def sort_here(tool: str, path: str, key: list[str], limit: int, tmp: str) -> dic
         import merge_core as mc
 
         compression = "none" if "uncompressed" in tool else "lz4"
-        sorted_ = mc.sort(path, key=key, memory_limit=limit, spill_dir=tmp, spill_compression=compression)
+        source = batches() if "from Python" in tool else path
+        sorted_ = mc.sort(source, key=key, memory_limit=limit, spill_dir=tmp, spill_compression=compression)
         rows = sum(b.num_rows for b in sorted_)
-    elif tool == "DataFusion":
+    elif tool.startswith("DataFusion"):
+        import pyarrow.dataset as ds
         from datafusion import RuntimeEnvBuilder, SessionConfig, SessionContext
 
         runtime = RuntimeEnvBuilder().with_fair_spill_pool(limit).with_disk_manager_specified(tmp)
         # Two partitions exhaust a small pool in SortPreservingMergeExec; one sorts within it.
         ctx = SessionContext(SessionConfig().with_target_partitions(1), runtime)
-        ctx.register_parquet("t", path)
+        if "from Python" in tool:  # pyarrow's scanner hands DataFusion the batches
+            ctx.register_dataset("t", ds.dataset(path))
+        else:
+            ctx.register_parquet("t", path)
         rows = sum(b.to_pyarrow().num_rows for b in ctx.sql(f"select * from t order by {order}").execute_stream())
     elif tool == "DuckDB":
         import duckdb
@@ -140,7 +147,9 @@ def run(folder: str, limit: int, factor: int) -> Section:
             "merge-core (lz4 spills by default), DataFusion (fair spill pool of the limit, one partition) and"
             " DuckDB (`memory_limit`) sort within the limit, spilling to disk; Polars and pyarrow sort in memory"
             " for reference. Every tool is given the file's path and reads it itself (merge-core decodes it in"
-            " Rust). Each run is its own process: peak memory is above that process's start, disk"
+            " Rust), except the `batches from Python` lines: merge-core takes pyarrow's `iter_batches` of the file"
+            " as a Python iterator, DataFusion a pyarrow dataset of it (`register_dataset`). Each run is its"
+            " own process: peak memory is above that process's start, disk"
             " written is its write() bytes; `read only` is the cost of reading the file with pyarrow and"
             " nothing else.",
             "Ratios compare with merge-core on the same key.",
