@@ -440,7 +440,9 @@ impl Folder {
                 if let Some(&r) = rows.iter().find(|&&r| store.is_retract(r)) {
                     return Err(invalid!("{}: {}", location(store, r), first_row_refuses(store.kind(r))));
                 }
-                self.emit_own(rows[0], store, out);
+                // The oldest is an add (a retract failed above): a read needs no look at it.
+                let kind = if self.keep_kinds { store.kind(rows[0]) } else { RowKind::Insert };
+                out.push(rows[0], kind);
                 Ok(())
             }
             Engine::PartialUpdate(updater) => updater.fold(self, rows, store, out),
