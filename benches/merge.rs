@@ -206,7 +206,7 @@ fn fold_functions() -> Vec<(&'static str, MergeFunction)> {
         MergeFunction::aggregate(["p0", "p1", "p2"].iter().map(|c| (c.to_string(), sum.clone())).collect());
     vec![
         ("deduplicate", MergeFunction::default()),
-        ("first-row", MergeFunction::FirstRow { ignore_delete: false }),
+        ("first-row", MergeFunction::FirstRow { ignore_delete: false, drop_deletes: true }),
         ("partial-update", MergeFunction::partial_update()),
         ("aggregate", aggregate),
     ]

@@ -5,7 +5,9 @@ Rows are dicts; runs are lists of rows (oldest run first). The model sorts every
 (key, version), groups by key, drops retracts under ``ignore_delete``, passes a lone
 version through untouched, folds two versions or more with the merge function (one
 aggregator object per column, reset per key, as Paimon's ``FieldAggregator``s), and
-keeps only rows whose kind is an add.
+keeps only rows whose kind is an add, as ``+I`` (with ``drop_deletes=False``, what
+Paimon's compaction below the top level writes: every row with the kind Paimon's
+merge gives it, retracts included).
 """
 
 from __future__ import annotations
@@ -98,7 +100,7 @@ def merge(
     value_columns = [c for c in first if c not in key and c != row_kind and c != system_sequence]
     out = []
     ignore_delete = options.pop("ignore_delete", False)
-    keep_deletes = merge == "deduplicate" and not options.get("drop_deletes", True)
+    keep_kinds = not options.pop("drop_deletes", True)
     for _, group in itertools.groupby(items, key=lambda it: order(it)[0]):
         rows = [row for _, _, row in group]
         if merge == "none":
@@ -109,15 +111,17 @@ def merge(
         if not rows:
             continue
         if len(rows) == 1:  # passed through untouched
-            folded, folded_kind = rows[0], ("-D" if is_retract(kind(rows[0])) else "+I")
+            folded, folded_kind = rows[0], KINDS[_code(kind(rows[0]))]
         else:
             result = FOLDS[merge](rows, kind, value_columns, sequence=list(sequence), **options)
             if result is None:
                 continue
             folded, folded_kind = result
             folded = {**rows[-1], **folded}
-        if is_retract(folded_kind) and not keep_deletes:
+        if is_retract(folded_kind) and not keep_kinds:
             continue
+        if not keep_kinds:
+            folded_kind = "+I"
         folded = dict(folded)
         if row_kind:
             folded[row_kind] = _same_representation(kind(rows[0]), folded_kind)
@@ -125,15 +129,15 @@ def merge(
     return out
 
 
-def deduplicate(rows, kind, _columns, drop_deletes=True, sequence=()):
+def deduplicate(rows, kind, _columns, sequence=()):
     newest = rows[-1]
-    return newest, ("-D" if is_retract(kind(newest)) else "+I")
+    return newest, KINDS[_code(kind(newest))]
 
 
 def first_row(rows, kind, _columns, sequence=()):
     if any(is_retract(kind(r)) for r in rows):
         raise RetractError
-    return rows[0], "+I"
+    return rows[0], KINDS[_code(kind(rows[0]))]
 
 
 # -- aggregators (Paimon's FieldAggregator: agg, retract, agg_reversed, reset per key) --
@@ -492,6 +496,11 @@ def expected_or_error(*args: Any, **kwargs: Any) -> list[dict] | None:
         return merge(*args, **kwargs)
     except ERRORS:
         return None
+
+
+def _code(kind: Any) -> int:
+    """A row kind as its code (0..3), from either representation."""
+    return KINDS.index(kind) if isinstance(kind, str) else int(kind)
 
 
 def _same_representation(example: Any, kind: str) -> Any:

@@ -95,9 +95,22 @@ MERGES = (
         for d in (False, True)
         for k in (False, True)
     ]
-    + [("first-row", mc.FirstRow(ignore_delete=d), {"ignore_delete": d}) for d in (False, True)]
-    + [("partial-update", mc.PartialUpdate(**p), p) for p in PARTIAL_UPDATES]
-    + [("aggregate", mc.Aggregate(**a), a) for a in AGGREGATES]
+    + [
+        ("first-row", mc.FirstRow(ignore_delete=d, drop_deletes=k), {"ignore_delete": d, "drop_deletes": k})
+        for d in (False, True)
+        for k in (False, True)
+    ]
+    # Each also keeping retracts and row kinds, as a compaction below the top level does.
+    + [
+        ("partial-update", mc.PartialUpdate(**p, drop_deletes=k), {**p, "drop_deletes": k})
+        for p in PARTIAL_UPDATES
+        for k in (True, False)
+    ]
+    + [
+        ("aggregate", mc.Aggregate(**a, drop_deletes=k), {**a, "drop_deletes": k})
+        for a in AGGREGATES
+        for k in (True, False)
+    ]
 )
 
 

@@ -69,13 +69,14 @@ def input_oracle(commits: list[list[tuple]], ignore_update_before: bool = False)
 
 
 def delta_oracle(commits: list[list[tuple]]) -> dict[int, list[tuple]]:
-    """changelog-producer = none (deduplicate): each commit's newest version of a key, a
-    retract as -D (a write keeps it: it must delete the key's older rows)."""
+    """changelog-producer = none (deduplicate): each commit's newest version of a key with
+    its own kind, as Paimon's write buffer keeps it (a retract too: it must delete the
+    key's older rows)."""
     out: dict[int, list[tuple]] = {}
     for rows in commits:
         newest = {k: (v, kind) for k, v, kind in rows}
         for k, (v, kind) in newest.items():
-            out.setdefault(k, []).append(("-D" if kind in ("-U", "-D") else "+I", v))
+            out.setdefault(k, []).append((kind, v))
     return out
 
 

@@ -284,27 +284,6 @@ def test_commits_then_compactions_follow_the_pick(tmp_path, engine, deletes):
         assert any(3 in t.column(0).to_pylist() for t in stored)
 
 
-def test_retracts_of_aggregation_go_to_the_top(tmp_path):
-    """merge-core's aggregation fold outputs no retract, so a pick below the top holding
-    one takes the whole bucket to the top level (where Paimon drops retracts too).
-    write-only: the writes leave their runs to compact()'s pick."""
-    root = tmp_path / "db.db" / "t"
-    options = {"num-sorted-run.compaction-trigger": "3", "write-only": "true"}
-    table = mc.Table.create(root, SCHEMA, key="k", buckets=1, merge=mc.Aggregate({"v": "sum"}), options=options)
-    kind_schema = SCHEMA.append(pa.field(KIND, pa.string()))
-    table.write(pa.table({"k": list(range(3000)), "v": [1] * 3000, "w": ["x"] * 3000}, schema=SCHEMA))
-    table.compact(full=True)
-    for c in range(3):
-        rows = [{"k": 1, "v": 5, "w": None, KIND: "+I"}, {"k": 2, "v": 1, "w": None, KIND: "-U" if c == 1 else "+I"}]
-        table.write(pa.Table.from_pylist(rows, schema=kind_schema), row_kind=KIND)
-    assert list(expected_after(table)[1].values()) == [2]  # the pick: the three new runs, below the top (3)
-    table.compact()
-    assert [f["level"] for f in table.files()] == [3]
-    mine, theirs, rust = peers(root)
-    assert mine == theirs == rust
-    assert [r for r in mine if r[0] in (1, 2)] == [(1, 16, "x"), (2, 2, "x")]
-
-
 @pytest.mark.skipif(not FIXTURES.is_dir(), reason="the shared Paimon fixtures are not beside this checkout")
 @pytest.mark.parametrize("name", ["pk_table_scan_and_read_mor", "pk_table_scan_and_read_dv"])
 def test_java_written_tables_compacted_by_the_pick(tmp_path, name):

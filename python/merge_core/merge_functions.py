@@ -14,8 +14,9 @@ from .errors import InvalidInputError
 class Deduplicate:
     """The newest version of a key wins; if it is a retract the key is dropped.
 
-    ``ignore_delete`` drops retracts first; ``drop_deletes=False`` keeps a deleted
-    key as one ``-D`` row.
+    ``ignore_delete`` drops retracts first. ``drop_deletes=False`` keeps retracts: each
+    key's newest row is output with its own kind (``-U`` and ``+U`` included), as
+    Paimon's compaction below the top level writes it (every merge function takes it).
     """
 
     ignore_delete: bool = False
@@ -28,9 +29,11 @@ class Deduplicate:
 @dataclass(frozen=True)
 class FirstRow:
     """The oldest version of a key wins. A retract among several versions of a key is an
-    error unless ``ignore_delete`` (retracts dropped); sequence columns are refused."""
+    error unless ``ignore_delete`` (retracts dropped); sequence columns are refused.
+    ``drop_deletes=False``: the winner keeps its kind, a key's lone retract is kept."""
 
     ignore_delete: bool = False
+    drop_deletes: bool = True
 
     def _spec(self) -> dict[str, Any]:
         return {"function": "first-row", **asdict(self)}
@@ -56,6 +59,10 @@ class PartialUpdate:
     columns; ``remove_record_on_sequence_group`` names ordering columns whose group, on a
     newer ``-D``, removes the whole row).
 
+    ``drop_deletes=False`` keeps retracts as Paimon's compaction below the top level does:
+    a key's lone version with its own kind, a removed row (or a key met by no add) as a
+    ``-D`` row of the values Paimon gives it, any other fold as ``+I``.
+
     >>> import pyarrow as pa, merge_core as mc
     >>> schema = pa.schema([(c, pa.int64()) for c in ["k", "a", "b", "g_1", "c", "d", "g_2"]])
     >>> v = [pa.table([[x] for x in row], schema=schema)
@@ -77,6 +84,7 @@ class PartialUpdate:
     fields: Mapping[str, AggregateFieldSpec] = field(default_factory=dict)
     default: AggregateFieldSpec | None = None
     remove_record_on_sequence_group: Sequence[str] = ()
+    drop_deletes: bool = True
 
     def _spec(self) -> dict[str, Any]:
         groups = []
@@ -95,6 +103,7 @@ class PartialUpdate:
             "fields": _field_specs(self.fields),
             "default": None if self.default is None else _field_spec(self.default),
             "remove_record_on_sequence_group": list(self.remove_record_on_sequence_group),
+            "drop_deletes": self.drop_deletes,
         }
 
 
@@ -108,6 +117,8 @@ class Aggregate:
     last_non_null_value, first_value, first_non_null_value, listagg, bool_and, bool_or,
     collect (lists; ``distinct``) and merge_map (maps). ``remove_record_on_delete=True``
     makes a ``-D`` remove the row so far; ``ignore_delete`` drops retracts first.
+    ``drop_deletes=False`` keeps retracts as Paimon's compaction below the top level does:
+    a key's lone version with its own kind, a row a ``-D`` removed as that ``-D``.
 
     >>> import pyarrow as pa, merge_core as mc
     >>> a = pa.table({"k": [1], "price": [23.0], "sales": [15]})
@@ -120,6 +131,7 @@ class Aggregate:
     default: str = "last_non_null_value"
     remove_record_on_delete: bool = False
     ignore_delete: bool = False
+    drop_deletes: bool = True
 
     def _spec(self) -> dict[str, Any]:
         return {
@@ -128,6 +140,7 @@ class Aggregate:
             "default": self.default,
             "remove_record_on_delete": self.remove_record_on_delete,
             "ignore_delete": self.ignore_delete,
+            "drop_deletes": self.drop_deletes,
         }
 
 

@@ -129,14 +129,23 @@ impl Aggregator {
         }
     }
 
-    /// A key's only version: every value as it is.
+    /// A key's only version: every value as it is (a `retract`, kept by a compaction,
+    /// also in the columns whose newest pick would pass it over).
     pub(crate) fn pass_through(
         &self,
         row: RowRef,
+        retract: bool,
         store: &BatchStore,
         out: &mut OutputBuilder,
     ) -> Result<()> {
         out.candidates(&[row]);
+        if retract {
+            for c in &self.columns {
+                out.set(&Acc::Row(row), &cx(store, c.index, c.slot), store)?;
+            }
+            self.system_sequence.iter().for_each(|&s| out.gather(s, row));
+            return Ok(());
+        }
         for c in self.columns.iter().filter(|c| c.newest.is_none()) {
             match c.output {
                 Output::Pick => out.gather(c.index, row),
@@ -158,8 +167,15 @@ impl Aggregator {
         Some(cannot_retract(&c.name, c.function, kind))
     }
 
-    /// Folds two versions or more (after `ignore_delete`) into one row.
-    pub(crate) fn fold(&self, rows: &[RowRef], store: &BatchStore, out: &mut OutputBuilder) -> Result<()> {
+    /// Folds two versions or more (after `ignore_delete`) into one row: `+I`, or with
+    /// `remove_record_on_delete` the newest `-D`'s values as `-D` (output if `folder` keeps it).
+    pub(crate) fn fold(
+        &self,
+        folder: &super::Folder,
+        rows: &[RowRef],
+        store: &BatchStore,
+        out: &mut OutputBuilder,
+    ) -> Result<()> {
         let newest = *rows.last().expect("two versions or more");
         let all_adds = !self.has_row_kinds || rows.iter().all(|&r| !store.is_retract(r));
         if all_adds && self.paths == Paths::Fast {
@@ -195,10 +211,10 @@ impl Aggregator {
                     step.map_err(|e| acc_error(e, &c.name, c.function, store, r, &self.key))?;
                 }
             }
-            if deleted {
-                return Ok(()); // a delete row: not output
+            let kind = if deleted { RowKind::Delete } else { RowKind::Insert };
+            if !folder.emit(newest, kind, out) {
+                return Ok(());
             }
-            out.push(newest, RowKind::Insert);
             for (c, state) in self.columns.iter().zip(&states) {
                 out.set(&state.acc, &cx(store, c.index, c.slot), store)?;
             }

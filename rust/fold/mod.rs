@@ -9,8 +9,13 @@
 //! 2. a key with a single version passes through untouched, whatever its kind (Paimon's
 //!    `ReducerMergeFunctionWrapper`): no function ever sees it alone;
 //! 3. the function folds two versions or more into one row and its kind;
-//! 4. a row whose kind is a retract is not output (Paimon's read drops them), unless
-//!    deduplicate keeps deletes (`drop_deletes: false`).
+//! 4. a row whose kind is a retract is not output (Paimon's read drops them) and every
+//!    output row is an add (`+I`), unless the function keeps deletes (`drop_deletes:
+//!    false`, what Paimon's compaction below the top level does): then every row keeps
+//!    the kind Paimon's merge gives it (a lone version its own, deduplicate's and
+//!    first-row's result the chosen row's, partial-update's and aggregate's `+I`, or
+//!    `-D` for a removed row or, in partial-update, a key met by no add), retracts
+//!    included.
 
 pub(crate) mod accumulator;
 mod aggregate;
@@ -49,7 +54,7 @@ pub enum MergeFunction {
     Deduplicate {
         /// Drop retracts before folding.
         ignore_delete: bool,
-        /// Drop deleted keys (`true`) or keep them as one `-D` row.
+        /// Drop deleted keys (`true`) or keep every row with its kind (see the module's step 4).
         drop_deletes: bool,
     },
     /// The oldest add wins.
@@ -57,6 +62,8 @@ pub enum MergeFunction {
         /// Drop retracts before folding (otherwise two versions or more with a retract
         /// among them are an error).
         ignore_delete: bool,
+        /// See [`MergeFunction::Deduplicate`].
+        drop_deletes: bool,
     },
     /// Every non-key column takes its newest non-null value, or follows its sequence
     /// group or aggregate function.
@@ -74,6 +81,8 @@ pub enum MergeFunction {
         default: Option<AggregateField>,
         /// Ordering columns whose group, when a `-D` is newer for it, deletes the whole row.
         remove_record_on_sequence_group: Vec<String>,
+        /// See [`MergeFunction::Deduplicate`].
+        drop_deletes: bool,
     },
     /// A function per non-key column.
     Aggregate {
@@ -86,6 +95,8 @@ pub enum MergeFunction {
         remove_record_on_delete: bool,
         /// Drop retracts before folding.
         ignore_delete: bool,
+        /// See [`MergeFunction::Deduplicate`].
+        drop_deletes: bool,
     },
 }
 
@@ -105,6 +116,7 @@ impl MergeFunction {
             fields: Vec::new(),
             default: None,
             remove_record_on_sequence_group: Vec::new(),
+            drop_deletes: true,
         }
     }
 
@@ -115,6 +127,7 @@ impl MergeFunction {
             default: AggFunction::LastNonNullValue,
             remove_record_on_delete: false,
             ignore_delete: false,
+            drop_deletes: true,
         }
     }
 
@@ -127,7 +140,7 @@ impl MergeFunction {
         match self {
             Self::None => false,
             Self::Deduplicate { ignore_delete, .. }
-            | Self::FirstRow { ignore_delete }
+            | Self::FirstRow { ignore_delete, .. }
             | Self::PartialUpdate { ignore_delete, .. }
             | Self::Aggregate { ignore_delete, .. } => *ignore_delete,
         }
@@ -147,7 +160,7 @@ impl MergeFunction {
                 Self::Deduplicate { ignore_delete: *ignore_delete, drop_deletes: false }
             }
             Self::None => Self::None,
-            Self::FirstRow { ignore_delete: true } => self.clone(),
+            Self::FirstRow { ignore_delete: true, .. } => self.clone(),
             Self::FirstRow { .. } | Self::PartialUpdate { .. } | Self::Aggregate { .. } if plain_rows => {
                 self.clone()
             }
@@ -167,6 +180,17 @@ impl MergeFunction {
     ) -> Result<Option<String>> {
         let layout = Layout::new(schema, key, versions, false)?;
         Ok(Folder::new(self.clone(), &layout)?.retract_refusal(kind))
+    }
+
+    /// Whether retracts are dropped and every output row is an add (see the module's step 4).
+    fn drops_deletes(&self) -> bool {
+        match self {
+            Self::None => false,
+            Self::Deduplicate { drop_deletes, .. }
+            | Self::FirstRow { drop_deletes, .. }
+            | Self::PartialUpdate { drop_deletes, .. }
+            | Self::Aggregate { drop_deletes, .. } => *drop_deletes,
+        }
     }
 
     /// Paimon's name of the function, for messages.
@@ -194,8 +218,8 @@ enum Engine {
 pub(crate) struct Folder {
     engine: Engine,
     ignore_delete: bool,
-    /// Deleted keys are output as one `-D` row (deduplicate's `drop_deletes: false`).
-    keep_deletes: bool,
+    /// Every row keeps Paimon's kind, retracts included (`drop_deletes: false`).
+    keep_kinds: bool,
     /// Columns that are neither key nor row kind, in schema order: the columns the
     /// partial-update and aggregate folds read value by value (their view slots).
     value_columns: Vec<usize>,
@@ -281,8 +305,8 @@ impl Folder {
             }
             MergeFunction::Aggregate { .. } => Engine::Aggregate(Aggregator::new(&function, &columns)?),
         };
-        let keep_deletes = matches!(function, MergeFunction::Deduplicate { drop_deletes: false, .. });
-        Ok(Self { engine, ignore_delete: function.ignores_deletes(), keep_deletes, value_columns })
+        let keep_kinds = function.folds() && !function.drops_deletes();
+        Ok(Self { engine, ignore_delete: function.ignores_deletes(), keep_kinds, value_columns })
     }
 
     /// The columns the fold reads value by value (`Layout::view_columns`).
@@ -345,11 +369,7 @@ impl Folder {
                 Ok(())
             }
             (Engine::Deduplicate | Engine::FirstRow, &[single]) if !self.ignore_delete => {
-                match store.is_retract(single) {
-                    false => out.push(single, RowKind::Insert),
-                    true if self.keep_deletes => out.push(single, RowKind::Delete),
-                    true => {}
-                }
+                self.emit_own(single, store, out);
                 Ok(())
             }
             _ => self.fold_group(group, store, out),
@@ -372,18 +392,38 @@ impl Folder {
         }
     }
 
-    /// A key's only version, untouched: output as it is if it is an add.
-    fn pass_through(&self, row: RowRef, store: &BatchStore, out: &mut OutputBuilder) -> Result<()> {
-        if store.is_retract(row) {
-            if self.keep_deletes {
-                out.push(row, RowKind::Delete);
-            }
-            return Ok(());
+    /// Starts an output row from `row`, whose values a fold gave Paimon's `kind`, if such
+    /// a row is output (see the module's step 4); `false` if it is not.
+    #[inline(always)]
+    pub(crate) fn emit(&self, row: RowRef, kind: RowKind, out: &mut OutputBuilder) -> bool {
+        match (self.keep_kinds, kind.is_retract()) {
+            (true, _) => out.push(row, kind),
+            (false, false) => out.push(row, RowKind::Insert),
+            (false, true) => return false,
         }
-        out.push(row, RowKind::Insert);
+        true
+    }
+
+    /// [`Folder::emit`] of `row` with its own kind: the kind output, `None` if it is not.
+    /// A read (no kinds kept) asks a batch without retracts no row's kind.
+    #[inline(always)]
+    fn emit_own(&self, row: RowRef, store: &BatchStore, out: &mut OutputBuilder) -> Option<RowKind> {
+        let kind = match self.keep_kinds {
+            true => store.kind(row),
+            false if store.is_retract(row) => return None,
+            false => RowKind::Insert,
+        };
+        out.push(row, kind);
+        Some(kind)
+    }
+
+    /// A key's only version, untouched, with its own kind.
+    fn pass_through(&self, row: RowRef, store: &BatchStore, out: &mut OutputBuilder) -> Result<()> {
+        let Some(kind) = self.emit_own(row, store, out) else { return Ok(()) };
+        let retract = kind.is_retract();
         match &self.engine {
-            Engine::PartialUpdate(updater) => updater.pass_through(row, store, out),
-            Engine::Aggregate(aggregator) => aggregator.pass_through(row, store, out),
+            Engine::PartialUpdate(updater) => updater.pass_through(row, retract, store, out),
+            Engine::Aggregate(aggregator) => aggregator.pass_through(row, retract, store, out),
             _ => Ok(()),
         }
     }
@@ -393,22 +433,20 @@ impl Folder {
             Engine::None => unreachable!("handled by fold"),
             Engine::Deduplicate => {
                 let newest = *rows.last().expect("two versions or more");
-                if !store.is_retract(newest) {
-                    out.push(newest, RowKind::Insert);
-                } else if self.keep_deletes {
-                    out.push(newest, RowKind::Delete);
-                }
+                self.emit_own(newest, store, out);
                 Ok(())
             }
             Engine::FirstRow => {
                 if let Some(&r) = rows.iter().find(|&&r| store.is_retract(r)) {
                     return Err(invalid!("{}: {}", location(store, r), first_row_refuses(store.kind(r))));
                 }
-                out.push(rows[0], RowKind::Insert);
+                // The oldest is an add (a retract failed above): a read needs no look at it.
+                let kind = if self.keep_kinds { store.kind(rows[0]) } else { RowKind::Insert };
+                out.push(rows[0], kind);
                 Ok(())
             }
-            Engine::PartialUpdate(updater) => updater.fold(rows, store, out),
-            Engine::Aggregate(aggregator) => aggregator.fold(rows, store, out),
+            Engine::PartialUpdate(updater) => updater.fold(self, rows, store, out),
+            Engine::Aggregate(aggregator) => aggregator.fold(self, rows, store, out),
         }
     }
 }

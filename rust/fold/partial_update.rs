@@ -77,6 +77,7 @@ impl PartialUpdater {
             fields,
             default,
             remove_record_on_sequence_group,
+            ..
         } = function
         else {
             unreachable!("built for partial-update")
@@ -187,15 +188,17 @@ impl PartialUpdater {
         }
     }
 
-    /// A key's only version: every value as it is.
+    /// A key's only version: every value as it is (a `retract`, kept by a compaction,
+    /// also where a newest pick would pass it over).
     pub(crate) fn pass_through(
         &self,
         row: RowRef,
+        retract: bool,
         store: &BatchStore,
         out: &mut OutputBuilder,
     ) -> Result<()> {
         out.candidates(&[row]);
-        if !self.newest_sinks {
+        if retract || !self.newest_sinks {
             for c in &self.columns {
                 out.set(&Acc::Row(row), &cx(store, c.index, c.slot), store)?;
             }
@@ -204,8 +207,15 @@ impl PartialUpdater {
         Ok(())
     }
 
-    /// Folds two versions or more (after `ignore_delete`) into one row.
-    pub(crate) fn fold(&self, rows: &[RowRef], store: &BatchStore, out: &mut OutputBuilder) -> Result<()> {
+    /// Folds two versions or more (after `ignore_delete`) into one row: `+I`, or `-D` where
+    /// a `-D` removed the row or no add came (output if `folder` keeps it).
+    pub(crate) fn fold(
+        &self,
+        folder: &super::Folder,
+        rows: &[RowRef],
+        store: &BatchStore,
+        out: &mut OutputBuilder,
+    ) -> Result<()> {
         let newest = *rows.last().expect("two versions or more");
         let all_adds = !self.has_row_kinds || rows.iter().all(|&r| !store.is_retract(r));
         if self.newest_sinks && all_adds {
@@ -243,10 +253,10 @@ impl PartialUpdater {
                 return Err(invalid!("{}: {}", super::location(store, r), refuses(store.kind(r))));
             }
         }
-        if deleted || !row.inserted {
-            return Ok(()); // a delete row: not output
+        let kind = if deleted || !row.inserted { RowKind::Delete } else { RowKind::Insert };
+        if !folder.emit(newest, kind, out) {
+            return Ok(());
         }
-        out.push(newest, RowKind::Insert);
         for (c, state) in self.columns.iter().zip(&row.states) {
             out.set(&state.acc, &cx(store, c.index, c.slot), store)?;
         }

@@ -53,8 +53,17 @@ impl<'py> Spec<'_, 'py> {
     }
 
     fn flag(&self, key: &str) -> PyResult<bool> {
+        self.flag_or(key, false)
+    }
+
+    fn flag_or(&self, key: &str, absent: bool) -> PyResult<bool> {
         self.get(key)?
-            .map_or(Ok(false), |v| v.extract().map_err(|_| bad(format!("{key} must be True or False"))))
+            .map_or(Ok(absent), |v| v.extract().map_err(|_| bad(format!("{key} must be True or False"))))
+    }
+
+    /// `drop_deletes`, true unless said otherwise (every folding function takes it).
+    fn drop_deletes(&self) -> PyResult<bool> {
+        self.flag_or("drop_deletes", true)
     }
 }
 
@@ -70,12 +79,17 @@ pub(crate) fn merge_function(spec: &Bound<'_, PyAny>) -> PyResult<MergeFunction>
         }
         "deduplicate" => {
             spec.check_keys(&["function", "ignore_delete", "drop_deletes"])?;
-            let drop_deletes = spec.get("drop_deletes")?.map_or(Ok(true), |v| v.extract())?;
-            MergeFunction::Deduplicate { ignore_delete: spec.flag("ignore_delete")?, drop_deletes }
+            MergeFunction::Deduplicate {
+                ignore_delete: spec.flag("ignore_delete")?,
+                drop_deletes: spec.drop_deletes()?,
+            }
         }
         "first-row" => {
-            spec.check_keys(&["function", "ignore_delete"])?;
-            MergeFunction::FirstRow { ignore_delete: spec.flag("ignore_delete")? }
+            spec.check_keys(&["function", "ignore_delete", "drop_deletes"])?;
+            MergeFunction::FirstRow {
+                ignore_delete: spec.flag("ignore_delete")?,
+                drop_deletes: spec.drop_deletes()?,
+            }
         }
         "partial-update" => {
             spec.check_keys(&[
@@ -86,6 +100,7 @@ pub(crate) fn merge_function(spec: &Bound<'_, PyAny>) -> PyResult<MergeFunction>
                 "fields",
                 "default",
                 "remove_record_on_sequence_group",
+                "drop_deletes",
             ])?;
             let groups: Vec<(Vec<String>, Vec<String>)> = match spec.get("sequence_groups")? {
                 Some(g) => g.extract().map_err(|_| {
@@ -115,10 +130,18 @@ pub(crate) fn merge_function(spec: &Bound<'_, PyAny>) -> PyResult<MergeFunction>
                     })?,
                     None => Vec::new(),
                 },
+                drop_deletes: spec.drop_deletes()?,
             }
         }
         "aggregate" | "aggregation" => {
-            spec.check_keys(&["function", "fields", "default", "remove_record_on_delete", "ignore_delete"])?;
+            spec.check_keys(&[
+                "function",
+                "fields",
+                "default",
+                "remove_record_on_delete",
+                "ignore_delete",
+                "drop_deletes",
+            ])?;
             let default = match spec.get("default")? {
                 Some(d) => agg_function(&d)?,
                 None => AggFunction::LastNonNullValue,
@@ -132,6 +155,7 @@ pub(crate) fn merge_function(spec: &Bound<'_, PyAny>) -> PyResult<MergeFunction>
                 default,
                 remove_record_on_delete: spec.flag("remove_record_on_delete")?,
                 ignore_delete: spec.flag("ignore_delete")?,
+                drop_deletes: spec.drop_deletes()?,
             }
         }
         other => {

@@ -49,7 +49,11 @@ fn runs(histories: &[Vec<Row>], cut: usize) -> Vec<Run> {
 fn functions() -> Vec<MergeFunction> {
     use AggFunction::*;
     let field = |function, ignore_retract| AggregateField { ignore_retract, ..AggregateField::new(function) };
-    let mut all = vec![MergeFunction::partial_update()];
+    let mut kept = MergeFunction::partial_update();
+    if let MergeFunction::PartialUpdate { drop_deletes, remove_record_on_delete, .. } = &mut kept {
+        (*drop_deletes, *remove_record_on_delete) = (false, true);
+    }
+    let mut all = vec![MergeFunction::partial_update(), kept];
     for (n, s) in [
         (field(Sum, false), field(LastNonNullValue, false)),
         (field(Sum, true), field(LastValue, true)),
@@ -62,12 +66,16 @@ fn functions() -> Vec<MergeFunction> {
             if remove_record_on_delete && (n.ignore_retract || s.ignore_retract) {
                 continue;
             }
-            all.push(MergeFunction::Aggregate {
-                fields: vec![("n".into(), n.clone()), ("s".into(), s.clone())],
-                default: LastNonNullValue,
-                remove_record_on_delete,
-                ignore_delete: false,
-            });
+            // Kept kinds (a compaction's) take the same paths.
+            for drop_deletes in [true, false] {
+                all.push(MergeFunction::Aggregate {
+                    fields: vec![("n".into(), n.clone()), ("s".into(), s.clone())],
+                    default: LastNonNullValue,
+                    remove_record_on_delete,
+                    ignore_delete: false,
+                    drop_deletes,
+                });
+            }
         }
     }
     all

@@ -15,15 +15,25 @@ const ALGORITHMS: [Algorithm; 3] = [Algorithm::LoserTree, Algorithm::PaimonLoser
 fn merge_functions() -> Vec<MergeFunction> {
     let mut all = vec![MergeFunction::None];
     for a in [false, true] {
-        all.push(MergeFunction::FirstRow { ignore_delete: a });
+        for drop_deletes in [true, false] {
+            all.push(MergeFunction::FirstRow { ignore_delete: a, drop_deletes });
+        }
         for b in [false, true] {
             all.push(MergeFunction::Deduplicate { ignore_delete: a, drop_deletes: b });
             if !(a && b) {
-                let mut pu = MergeFunction::partial_update();
-                if let MergeFunction::PartialUpdate { ignore_delete, remove_record_on_delete, .. } = &mut pu {
-                    (*ignore_delete, *remove_record_on_delete) = (a, b);
+                for drop in [true, false] {
+                    let mut pu = MergeFunction::partial_update();
+                    if let MergeFunction::PartialUpdate {
+                        ignore_delete,
+                        remove_record_on_delete,
+                        drop_deletes,
+                        ..
+                    } = &mut pu
+                    {
+                        (*ignore_delete, *remove_record_on_delete, *drop_deletes) = (a, b, drop);
+                    }
+                    all.push(pu);
                 }
-                all.push(pu);
             }
         }
     }
@@ -36,12 +46,15 @@ fn merge_functions() -> Vec<MergeFunction> {
                 continue; // Paimon refuses the pair
             }
             let field = AggregateField { ignore_retract, ..AggregateField::new(function) };
-            all.push(MergeFunction::Aggregate {
-                fields: vec![("v".into(), field)],
-                default: LastNonNullValue,
-                remove_record_on_delete,
-                ignore_delete,
-            });
+            for drop_deletes in [true, false] {
+                all.push(MergeFunction::Aggregate {
+                    fields: vec![("v".into(), field.clone())],
+                    default: LastNonNullValue,
+                    remove_record_on_delete,
+                    ignore_delete,
+                    drop_deletes,
+                });
+            }
         }
     }
     all

@@ -112,7 +112,8 @@ pub enum Order {
 
 /// The contract, written plainly (Paimon's read path): sort every row by (key, version),
 /// group by key, drop retracts under ignore_delete, pass a lone version through, fold
-/// two or more, keep adds. `None` when the merge must fail.
+/// two or more, keep adds as `+I` (or, with `drop_deletes: false`, every row with the kind
+/// Paimon's merge gives it). `None` when the merge must fail.
 pub fn expected(runs: &[Vec<Row>], order: Order, merge: &MergeFunction) -> Option<Vec<(i64, i64, u8)>> {
     let mut all: Vec<(usize, usize, Row)> = runs
         .iter()
@@ -137,43 +138,52 @@ pub fn expected(runs: &[Vec<Row>], order: Order, merge: &MergeFunction) -> Optio
         if ignores_deletes(merge) {
             rows.retain(|r| !is_retract(r.kind));
         }
-        let keep_deletes = matches!(merge, MergeFunction::Deduplicate { drop_deletes: false, .. });
         let folded = match rows.as_slice() {
             [] => continue,
-            [single] => Some((single.value, if is_retract(single.kind) { 3 } else { 0 })),
+            [single] => Some((single.value, single.kind)),
             _ => fold(&rows, merge)?,
         };
-        if let Some((value, kind)) = folded {
-            if kind == 0 || keep_deletes {
-                out.push((rows[0].key, value, kind));
-            }
+        match folded {
+            Some((value, kind)) if keeps_kinds(merge) => out.push((rows[0].key, value, kind)),
+            Some((value, kind)) if !is_retract(kind) => out.push((rows[0].key, value, 0)),
+            _ => {}
         }
     }
     Some(out)
+}
+
+fn keeps_kinds(merge: &MergeFunction) -> bool {
+    match merge {
+        MergeFunction::None => unreachable!(),
+        MergeFunction::Deduplicate { drop_deletes, .. }
+        | MergeFunction::FirstRow { drop_deletes, .. }
+        | MergeFunction::PartialUpdate { drop_deletes, .. }
+        | MergeFunction::Aggregate { drop_deletes, .. } => !drop_deletes,
+    }
 }
 
 fn ignores_deletes(merge: &MergeFunction) -> bool {
     match merge {
         MergeFunction::None => false,
         MergeFunction::Deduplicate { ignore_delete, .. }
-        | MergeFunction::FirstRow { ignore_delete }
+        | MergeFunction::FirstRow { ignore_delete, .. }
         | MergeFunction::PartialUpdate { ignore_delete, .. }
         | MergeFunction::Aggregate { ignore_delete, .. } => *ignore_delete,
     }
 }
 
-/// Two versions or more of one key: `Some(None)` for no row, `None` for an error.
+/// Two versions or more of one key, as (value, Paimon's kind): `Some(None)` for no row,
+/// `None` for an error.
 fn fold(rows: &[Row], merge: &MergeFunction) -> Option<Option<(i64, u8)>> {
     let newest = rows.last().unwrap();
-    let kind = |r: &Row| if is_retract(r.kind) { 3 } else { 0 };
     Some(match merge {
         MergeFunction::None => unreachable!(),
-        MergeFunction::Deduplicate { .. } => Some((newest.value, kind(newest))),
+        MergeFunction::Deduplicate { .. } => Some((newest.value, newest.kind)),
         MergeFunction::FirstRow { .. } => {
             if rows.iter().any(|r| is_retract(r.kind)) {
                 return None;
             }
-            Some((rows[0].value, 0))
+            Some((rows[0].value, rows[0].kind))
         }
         // The test schema's value is never null: partial-update keeps the newest add's.
         MergeFunction::PartialUpdate { remove_record_on_delete, .. } => {

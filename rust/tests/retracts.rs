@@ -63,11 +63,12 @@ fn cases() -> Vec<(MergeFunction, &'static str)> {
             default: LastValue,
             remove_record_on_delete,
             ignore_delete,
+            drop_deletes: true,
         };
     let mut all = vec![
         (MergeFunction::default(), "int"),
-        (MergeFunction::FirstRow { ignore_delete: false }, "int"),
-        (MergeFunction::FirstRow { ignore_delete: true }, "int"),
+        (MergeFunction::FirstRow { ignore_delete: false, drop_deletes: true }, "int"),
+        (MergeFunction::FirstRow { ignore_delete: true, drop_deletes: true }, "int"),
         (MergeFunction::partial_update(), "int"),
     ];
     for (ignore_delete, remove_record_on_delete) in [(true, false), (false, true)] {
@@ -79,6 +80,7 @@ fn cases() -> Vec<(MergeFunction, &'static str)> {
                 fields: Vec::new(),
                 default: None,
                 remove_record_on_sequence_group: Vec::new(),
+                drop_deletes: true,
             },
             "int",
         ));
@@ -93,6 +95,7 @@ fn cases() -> Vec<(MergeFunction, &'static str)> {
                 fields: vec![("v".into(), AggregateField::new(function))],
                 default: None,
                 remove_record_on_sequence_group: Vec::new(),
+                drop_deletes: true,
             },
             data_type,
         ));
@@ -164,6 +167,7 @@ fn a_retract_keeps_a_primary_key_columns_value_where_last_value_drops_it() {
             default: LastValue,
             remove_record_on_delete: false,
             ignore_delete: false,
+            drop_deletes: true,
         };
         let out: Vec<RecordBatch> = merge(vec![run(&v, "+I"), run(&v, "-U")], options)
             .unwrap()

@@ -118,7 +118,7 @@ def _universal_task(
     highest = runs[-1][0]["_FILE"]["_LEVEL"]
     drop = unit.level != 0 and (unit.level >= highest or bool_option(schema.options, "deletion-vectors.enabled"))
     level = unit.level
-    if unit.runs < len(runs) and _needs_whole_bucket(schema.options, picked, drop, lookup):
+    if unit.runs < len(runs) and _needs_whole_bucket(picked, lookup):
         picked, level, drop = group, num_levels - 1, True
     names = {e["_FILE"]["_FILE_NAME"] for e in picked}
     kept = sorted(
@@ -159,34 +159,14 @@ def last_full_compaction(schema: TableSchema, files: Iterable[tuple[int, Any]]) 
     return max((t for t in times if t is not None), default=None)
 
 
-def _needs_whole_bucket(options: dict[str, str], picked: list[dict[str, Any]], drop: bool, lookup: bool) -> bool:
+def _needs_whole_bucket(picked: list[dict[str, Any]], lookup: bool) -> bool:
     """Whether a pick that leaves runs out must take the whole bucket into the top level
-    instead, because merge-core's merge of it would not be Paimon's:
-
-    - on a lookup table, level-0 files go up only by lookup (Paimon's
-      ``LookupMergeTreeCompactRewriter`` marks or drops the rows they replace above), which
-      ``compact()`` does not do: the whole bucket leaves nothing above to look up;
-    - merge-core's folds of partial-update and aggregation output no retract (a lone
-      ``-U`` or ``-D``, a ``remove-record-on-delete``): kept below the top (``drop`` false),
-      it would be lost, so the bucket goes to the top, where Paimon drops retracts too.
-    """
-    if lookup and any(e["_FILE"]["_LEVEL"] == 0 for e in picked):
-        return True
-    return not drop and not _keeps_retracts(options) and any(_may_retract(e) for e in picked)
-
-
-def _keeps_retracts(options: dict[str, str]) -> bool:
-    """Whether merge-core's fold of the table can keep a retract below the top level, as
-    Paimon's merge does there: deduplicate's can (first-row's take none)."""
-    engine = options.get("merge-engine", "deduplicate").strip().lower()
-    return engine in ("deduplicate", "first-row")
-
-
-def _may_retract(entry: dict[str, Any]) -> bool:
-    """Whether a file may hold retracts: its delete-row count, unknown counting as some,
-    as Paimon counts it."""
-    count = entry["_FILE"].get("_DELETE_ROW_COUNT")
-    return count is None or count > 0
+    instead, because merge-core's merge of it would not be Paimon's: on a lookup table,
+    level-0 files go up only by lookup (Paimon's ``LookupMergeTreeCompactRewriter`` marks
+    or drops the rows they replace above), which ``compact()`` does not do: the whole
+    bucket leaves nothing above to look up. (Below the top level, retracts and row kinds
+    are kept as Paimon keeps them: ``Table._compact_task``.)"""
+    return lookup and any(e["_FILE"]["_LEVEL"] == 0 for e in picked)
 
 
 def _epoch_ms(created: Any) -> int | None:

@@ -131,8 +131,8 @@ def paimon_options(
     function = spec["function"]
     if function == "none":
         raise InvalidInputError("merge='none' has no Paimon merge engine (a primary-key table always merges)")
-    if function == "deduplicate" and not spec.get("drop_deletes", True):
-        raise InvalidInputError("Deduplicate(drop_deletes=False) has no Paimon table option")
+    if not spec.get("drop_deletes", True):
+        raise InvalidInputError("drop_deletes=False has no Paimon table option (Paimon's compaction sets it)")
     out["merge-engine"] = {"aggregate": "aggregation"}.get(function, function)
     if spec.get("ignore_delete"):
         out["ignore-delete"] = "true"

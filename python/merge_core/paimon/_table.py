@@ -855,7 +855,7 @@ class Table:
         sections = tuple(section for split in splits for section in split.sections)
         values = splits[0].partition
         whole = Split(snap.id, schema.id, columns, values, task.bucket, sections)
-        # Each row keeps its sequence number; below the top, deletes stay too, as -D rows.
+        # Each row keeps its sequence number; below the top, row kinds and retracts stay too.
         wanted, merge = [*columns, SEQUENCE_NUMBER], None
         if not task.drop_deletes:
             wanted.append(VALUE_KIND)
@@ -1531,12 +1531,11 @@ def _no_snapshot(schema: TableSchema) -> Snapshot:
 
 
 def _keeping_deletes(merge: Any) -> dict[str, Any]:
-    """The merge of a compaction below the top level: the table's, a deduplicate one
-    keeping a deleted key as its ``-D`` row (older rows of the key lie below), as
-    Paimon's compaction keeps it there (``dropDelete`` false); first-row holds no
-    retract. ``_compact`` plans other engines' retracts into the top level."""
-    spec = merge_spec(merge)
-    return {**spec, "drop_deletes": False} if spec["function"] == "deduplicate" else spec
+    """The merge of a compaction below the top level: the table's, keeping retracts and
+    row kinds as Paimon's compaction does there (``dropDelete`` false), since older rows
+    of the key may lie below: a lone version with its own kind, a fold with the kind
+    Paimon's merge function gives it (a removed row as ``-D``)."""
+    return {**merge_spec(merge), "drop_deletes": False}
 
 
 def _identifier(commit_identifier: int | None) -> tuple[int, ...]:
