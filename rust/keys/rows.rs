@@ -37,6 +37,14 @@ impl KeyValues for RowKeys {
     fn tie_is_equal(digest: u64) -> bool {
         tie_is_exact(digest)
     }
+
+    /// A row's bytes compare as the row does (see the module's doc).
+    const BYTE_ORDERED: bool = true;
+
+    #[inline]
+    fn ordered_bytes(&self, i: usize) -> Option<&[u8]> {
+        Some(self.rows.row(i).data())
+    }
 }
 
 /// One converter shared by every run, so that all rows of a merge are comparable.
