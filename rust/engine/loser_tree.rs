@@ -15,7 +15,10 @@
 //! found when its batch was checked. Unequal codes then order two keys whatever their
 //! shared head (and the loser's code stays as it is), a tie compares bytes only from
 //! where the codes point, and a winner whose code says "equal to the row just taken"
-//! continues the group without a comparison.
+//! continues the group without a comparison. A code tie reads both keys' bytes, though,
+//! where a digest holding a short tail past the shared head settles every match alone:
+//! when the runs' first batches have only such keys, the tree plays digests instead
+//! ([`Runs::drop_codes_if_digests_settle`]).
 //!
 //! Runs are ordered by (key, version), a used-up run after every live one, so the rows
 //! of a key leave the tree in version order; all of them are heads when the key is the
@@ -96,6 +99,9 @@ impl<E: KeyEncoder> MergeEngine<E> for LoserTree {
             }
             for run in (0..runs.len()).rev() {
                 runs.start(run)?;
+            }
+            runs.drop_codes_if_digests_settle();
+            for run in (0..runs.len()).rev() {
                 self.replay(runs, run);
             }
         }

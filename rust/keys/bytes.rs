@@ -94,6 +94,11 @@ impl<O: OffsetSizeTrait> KeyValues for ByteKeys<O> {
     }
 
     #[inline]
+    fn digests_settle(&self) -> bool {
+        !self.ties_read_bytes
+    }
+
+    #[inline]
     fn known_shared(&self, i: usize, other: &Self, j: usize) -> usize {
         shared_by_digests(self.head_len, self.prefixes[i], other.prefixes[j])
     }

@@ -51,6 +51,12 @@ pub(crate) trait KeyValues: Send + 'static {
     /// comparisons read (see [`prefetch_line`]).
     #[inline]
     fn prefetch_ahead(&self, _i: usize) {}
+    /// Every tie of this batch's digests is settled by [`Self::tie_is_equal`]: no
+    /// comparison of its keys reads their bytes.
+    #[inline]
+    fn digests_settle(&self) -> bool {
+        false
+    }
     /// The keys are byte strings whose order is the bytes' (shorter first when one is a
     /// prefix of the other), given by [`Self::ordered_bytes`]: the loser tree codes them
     /// by offset and value (see [`ovc`]). Primitive keys are not: their digest is the
