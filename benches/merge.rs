@@ -35,8 +35,14 @@ impl Rng {
 #[derive(Clone, Copy)]
 enum KeyKind {
     Int64,
+    /// 16-byte strings (zero-padded numbers): a short tail after the shared head.
+    Str16,
     /// 128-byte strings sharing a long prefix: every comparison scans most of the key.
     Str128,
+    /// 128-byte strings of two zero-padded numbers (`k / 64`, then `k % 64` from byte 63
+    /// on): keys 64 apart differ early, neighbours only in the last bytes, far past what
+    /// a digest holds after the shared head (paths of a few levels look like this).
+    Str128Late,
 }
 
 #[derive(Clone, Copy)]
@@ -50,7 +56,11 @@ enum Overlap {
 fn key_column(kind: KeyKind, keys: &[u64]) -> ArrayRef {
     match kind {
         KeyKind::Int64 => Arc::new(Int64Array::from_iter_values(keys.iter().map(|&k| k as i64))),
+        KeyKind::Str16 => Arc::new(StringArray::from_iter_values(keys.iter().map(|k| format!("{k:0>16}")))),
         KeyKind::Str128 => Arc::new(StringArray::from_iter_values(keys.iter().map(|k| format!("{k:0>128}")))),
+        KeyKind::Str128Late => Arc::new(StringArray::from_iter_values(
+            keys.iter().map(|k| format!("{:0>62}/{:0>65}", k / 64, k % 64)),
+        )),
     }
 }
 
@@ -77,7 +87,7 @@ fn make_runs(
 ) -> (SchemaRef, Vec<Vec<RecordBatch>>) {
     let key_type = match kind {
         KeyKind::Int64 => DataType::Int64,
-        KeyKind::Str128 => DataType::Utf8,
+        KeyKind::Str16 | KeyKind::Str128 | KeyKind::Str128Late => DataType::Utf8,
     };
     let mut fields = vec![Field::new("k", key_type, false)];
     fields.extend((0..payload).map(|i| Field::new(format!("p{i}"), DataType::Int64, false)));
@@ -119,7 +129,13 @@ const ALGORITHMS: [(Algorithm, &str); 3] = [
 ];
 
 fn bench_engines(c: &mut Criterion) {
-    for (kind, kind_name) in [(KeyKind::Int64, "int64"), (KeyKind::Str128, "str128")] {
+    let kinds = [
+        (KeyKind::Int64, "int64"),
+        (KeyKind::Str16, "str16"),
+        (KeyKind::Str128, "str128"),
+        (KeyKind::Str128Late, "str128late"),
+    ];
+    for (kind, kind_name) in kinds {
         for (overlap, overlap_name) in [(Overlap::Disjoint, "disjoint"), (Overlap::Heavy, "overlap")] {
             let mut order = c.benchmark_group(format!("order/{kind_name}/{overlap_name}"));
             quick(&mut order);

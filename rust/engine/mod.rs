@@ -2,7 +2,8 @@
 //! of one key, in version order) and count their key comparisons; they differ only in
 //! how they find the next smallest key:
 //!
-//! - [`LoserTree`]: a plain loser tree, the default;
+//! - [`LoserTree`]: a plain loser tree, the default, which plays byte keys on
+//!   offset-value codes;
 //! - [`PaimonLoserTree`]: Paimon's loser tree with its same-key state machine;
 //! - [`Heap`]: the binary-heap baseline (Paimon's `SortMergeReaderWithMinHeap`).
 //!

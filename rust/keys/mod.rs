@@ -14,6 +14,7 @@
 //! are compiled per key representation and the inner loop never branches on a type.
 
 mod bytes;
+pub(crate) mod ovc;
 mod primitive;
 mod rows;
 
@@ -50,6 +51,29 @@ pub(crate) trait KeyValues: Send + 'static {
     /// comparisons read (see [`prefetch_line`]).
     #[inline]
     fn prefetch_ahead(&self, _i: usize) {}
+    /// Every tie of this batch's digests is settled by [`Self::tie_is_equal`]: no
+    /// comparison of its keys reads their bytes.
+    #[inline]
+    fn digests_settle(&self) -> bool {
+        false
+    }
+    /// The keys are byte strings whose order is the bytes' (shorter first when one is a
+    /// prefix of the other), given by [`Self::ordered_bytes`]: the loser tree codes them
+    /// by offset and value (see [`ovc`]). Primitive keys are not: their digest is the
+    /// whole key and settles every match already.
+    const BYTE_ORDERED: bool = false;
+    /// Row `i`'s key as those bytes, if [`Self::BYTE_ORDERED`].
+    #[inline]
+    fn ordered_bytes(&self, _i: usize) -> Option<&[u8]> {
+        None
+    }
+    /// How many leading bytes row `i` and row `j` of `other` are known to share without
+    /// reading them (from their digests), so that looking for where they differ may
+    /// start there.
+    #[inline]
+    fn known_shared(&self, _i: usize, _other: &Self, _j: usize) -> usize {
+        0
+    }
 }
 
 /// The first eight bytes of `value` as a big-endian integer, zero-padded. If two
@@ -185,6 +209,25 @@ pub(crate) fn digest_past(head: &[u8], value: &[u8]) -> u64 {
     }
 }
 
+/// How many leading bytes two values are known to share given their [`digest_past`]
+/// digests `a` and `b` (with a head of `head_len` bytes): what equal digests say (see
+/// [`shared_len`]); if both start with the head, the head and the bytes their tails'
+/// digests agree on (where both tails have them); else nothing.
+#[inline]
+pub(crate) fn shared_by_digests(head_len: usize, a: u64, b: u64) -> usize {
+    let in_head = |digest: u64| digest >> 62 == HEAD_BAND >> 62;
+    if a == b {
+        return shared_len(head_len, a);
+    }
+    if !(in_head(a) && in_head(b)) {
+        return 0;
+    }
+    // Below the band and two spare bits, the tails' first bytes (zero-padded), then
+    // their lengths (see `tail_digest`).
+    let same_bytes = ((a ^ b) << 4).leading_zeros() as usize / 8;
+    head_len + same_bytes.min(tail_length(a)).min(tail_length(b)).min(TAIL_BYTES)
+}
+
 /// The band of [`digest_past`] for values that start with the head.
 pub(crate) const HEAD_BAND: u64 = 1 << 62;
 
@@ -314,6 +357,7 @@ mod tests {
                     // Tied digests may skip what they say both values share, and some
                     // say the values are equal.
                     prop_assert!(da != db || naive >= shared_len(head.len(), da), "{:?} vs {:?}", a, b);
+                    prop_assert!(naive >= shared_by_digests(head.len(), da, db), "{:?} vs {:?}", a, b);
                     prop_assert!(da != db || !tie_is_exact(da) || a == b, "{:?} vs {:?}", a, b);
                 }
             }

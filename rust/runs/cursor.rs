@@ -18,6 +18,7 @@ use super::version::{
     VersionColumns,
 };
 use crate::error::{blame, invalid, Result, RowLocation};
+use crate::keys::ovc::{self, DONE, DUPLICATE};
 use crate::keys::{KeyEncoder, KeyValues};
 
 /// A run's batches, in key order.
@@ -139,6 +140,10 @@ struct Loaded<V> {
     /// `same_as_prev[i]`: row `i` has the key of the row before it (possibly the last row of
     /// the previous batch). Only kept when some row does, which only `merge="none"` allows.
     same_as_prev: Option<Vec<bool>>,
+    /// `codes[i]`: row `i`'s offset-value code against the row before it in the run (the
+    /// empty key for the run's first row), when the engine asked for them
+    /// ([`Runs::keep_codes`]).
+    codes: Vec<u64>,
 }
 
 struct RunCursor<V> {
@@ -182,11 +187,13 @@ impl Group {
 struct Head {
     /// [`KeyValues::digest`] of the current row.
     digest: u64,
+    /// The current row's offset-value code against the run's previous row, if codes are kept.
+    code: u64,
     live: bool,
 }
 
 impl Head {
-    const DONE: Self = Self { digest: u64::MAX, live: false };
+    const DONE: Self = Self { digest: u64::MAX, code: DONE, live: false };
 }
 
 /// All cursors of one merge.
@@ -197,6 +204,8 @@ pub(crate) struct Runs<E: KeyEncoder> {
     heads: Vec<Head>,
     encoder: E,
     layout: Arc<Layout>,
+    /// Batches get offset-value codes (see [`Self::keep_codes`]).
+    coded: bool,
     pub store: BatchStore,
     pub counters: Counters,
 }
@@ -215,7 +224,40 @@ impl<E: KeyEncoder> Runs<E> {
             })
             .collect();
         let heads = vec![Head::DONE; cursors.len()];
-        Self { cursors, heads, encoder, layout, store: BatchStore::default(), counters: Counters::default() }
+        let (store, counters) = (BatchStore::default(), Counters::default());
+        Self { cursors, heads, encoder, layout, coded: false, store, counters }
+    }
+
+    /// Whether [`Self::keep_codes`] gives the keys offset-value codes: they are byte
+    /// strings ([`KeyValues::BYTE_ORDERED`]).
+    pub(crate) const CODED: bool = E::Values::BYTE_ORDERED;
+
+    /// Has each row's offset-value code against the row before it in its run computed as
+    /// its batch is checked (in place of the order check's comparison), for an engine that
+    /// plays its matches on codes ([`Self::play`]). Only for [`Self::CODED`] keys, before
+    /// any run starts.
+    pub(crate) fn keep_codes(&mut self) {
+        debug_assert!(Self::CODED && self.store.len() == 0);
+        self.coded = true;
+    }
+
+    /// Whether matches are played on codes: [`Self::keep_codes`] was called and
+    /// [`Self::drop_codes_if_digests_settle`] kept them.
+    #[inline(always)]
+    fn plays_codes(&self) -> bool {
+        Self::CODED && self.coded
+    }
+
+    /// Goes back to digests if every started run's first batch has digests that settle
+    /// every match ([`KeyValues::digests_settle`]: short tails past the shared head). A
+    /// code tie reads both keys' bytes, far from the cache in a merge of long keys, where
+    /// such digests never do: on 128-byte keys with 6-byte tails the tree was 1.5x slower
+    /// on codes. Called after every run started and before any match is played.
+    pub(crate) fn drop_codes_if_digests_settle(&mut self) {
+        let settle = self.cursors.iter().filter_map(|c| c.current.as_ref()).all(|l| l.keys.digests_settle());
+        if settle {
+            self.coded = false;
+        }
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -231,7 +273,11 @@ impl<E: KeyEncoder> Runs<E> {
 
     fn update_head(&mut self, i: usize) {
         self.heads[i] = match &self.cursors[i].current {
-            Some(loaded) => Head { digest: loaded.keys.digest(loaded.pos), live: true },
+            Some(loaded) => Head {
+                digest: loaded.keys.digest(loaded.pos),
+                code: loaded.codes.get(loaded.pos).copied().unwrap_or(DONE),
+                live: true,
+            },
             None => Head::DONE,
         };
     }
@@ -298,6 +344,71 @@ impl<E: KeyEncoder> Runs<E> {
         }
     }
 
+    /// What a loser tree keeps beside run `i` in its nodes to play matches on: the current
+    /// row's offset-value code with [`Self::keep_codes`], else its digest.
+    #[inline(always)]
+    pub(crate) fn match_key(&self, i: usize) -> u64 {
+        if self.plays_codes() {
+            self.heads[i].code
+        } else {
+            self.heads[i].digest
+        }
+    }
+
+    /// Plays a match of a loser tree between runs `a` and `b`, given their
+    /// [`Self::match_key`]s `x` and `y` as the tree keeps them: whether `a` goes before `b`
+    /// (see [`Self::goes_before`]), and the key to keep beside the loser. Codes must be
+    /// against the same row, the one the tree's winner took last (the empty key while
+    /// the tree is built); the loser's code is then against the winner. Only real
+    /// comparisons count.
+    #[inline(always)]
+    pub(crate) fn play(&mut self, a: usize, x: u64, b: usize, y: u64) -> (bool, u64) {
+        if !self.plays_codes() {
+            let a_first = self.goes_before(a, x, b, y);
+            return (a_first, if a_first { y } else { x });
+        }
+        if x != y {
+            // Unequal codes against one base order the keys, and the greater code is also
+            // the loser's against the winner. A used-up run's code is the greatest.
+            self.counters.key_comparisons += (x.max(y) != DONE) as u64;
+            return if x < y { (true, y) } else { (false, x) };
+        }
+        match x {
+            DONE => (true, DONE),
+            DUPLICATE => {
+                self.counters.key_comparisons += 1;
+                (self.compare_versions(a, b) == Ordering::Less, DUPLICATE)
+            }
+            _ => {
+                self.counters.key_comparisons += 1;
+                match ovc::settle_tie(self.ordered_bytes(a), self.ordered_bytes(b), x) {
+                    (Ordering::Less, code) => (true, code),
+                    (Ordering::Greater, code) => (false, code),
+                    (Ordering::Equal, _) => (self.compare_versions(a, b) == Ordering::Less, DUPLICATE),
+                }
+            }
+        }
+    }
+
+    /// Live run `i`'s current key as ordered bytes ([`Self::CODED`] keys only).
+    #[inline(always)]
+    fn ordered_bytes(&self, i: usize) -> &[u8] {
+        let loaded = self.loaded(i);
+        loaded.keys.ordered_bytes(loaded.pos).expect("coded keys are byte strings")
+    }
+
+    /// Whether the winner of a loser tree, live run `a` whose match key (see
+    /// [`Self::match_key`]) the tree kept as `key`, continues the group of the row run
+    /// `b` took last: the code says so with codes, else see [`Self::same_key_as_taken`],
+    /// `taken_digest` being that row's digest.
+    #[inline]
+    pub(crate) fn continues_group(&mut self, a: usize, key: u64, b: usize, taken_digest: u64) -> bool {
+        if self.plays_codes() {
+            return key == DUPLICATE;
+        }
+        self.same_key_as_taken(a, b, taken_digest)
+    }
+
     /// Compares the versions of the current rows of two live runs (same key).
     #[inline(always)]
     pub(crate) fn compare_versions(&self, a: usize, b: usize) -> Ordering {
@@ -331,6 +442,9 @@ impl<E: KeyEncoder> Runs<E> {
                 self.store.get(loaded.id).versions.prefetch_ahead(loaded.pos);
             }
             self.heads[i].digest = loaded.keys.digest(loaded.pos);
+            if self.coded {
+                self.heads[i].code = loaded.codes[loaded.pos];
+            }
             return Ok(());
         }
         self.next_batch(i)
@@ -455,14 +569,19 @@ impl<E: KeyEncoder> Runs<E> {
         }
         let keys = self.encoder.encode(&key_columns)?;
         let previous = self.cursors[i].current.as_ref().map(|c| (&c.keys, c.keys.len() - 1));
-        let same_as_prev = check_order(&keys, previous, layout.strict, &layout.key_names(), &at)?;
+        let mut codes = Vec::new();
+        let order = Order { strict: layout.strict, key_names: &layout.key_names(), at: &at };
+        let same_as_prev = match self.coded {
+            true => check_order_coding(&keys, previous, &order, &mut codes)?,
+            false => check_order(&keys, previous, &order)?,
+        };
         let versions = layout.versions_of(&batch, i, first_row)?;
         let rows = batch.num_rows();
         self.cursors[i].next_row += rows as u64;
         self.counters.rows_in += rows as u64;
         let views = layout.view_columns.iter().map(|&c| ColumnView::new(batch.column(c))).collect();
         let id = self.store.push(StoredBatch { batch, versions, run: i, first_row, views });
-        Ok(Loaded { id, keys, pos: 0, same_as_prev })
+        Ok(Loaded { id, keys, pos: 0, same_as_prev, codes })
     }
 
     /// Every batch must have the run's column types (the engines read buffers by type),
@@ -490,23 +609,25 @@ impl<E: KeyEncoder> Runs<E> {
     }
 }
 
-/// Checks that `keys` continue `previous` (the last key of the run's previous batch) in
-/// ascending order, strictly if `strict`. Returns which rows repeat the key before them,
-/// or `None` when none does.
-fn check_order<V: KeyValues>(
-    keys: &V,
-    previous: Option<(&V, usize)>,
+/// The rule a batch's keys must follow, and where a broken one is reported.
+struct Order<'a> {
+    /// Keys must be strictly increasing, not just non-decreasing.
     strict: bool,
-    key_names: &str,
-    at: &dyn Fn(usize) -> RowLocation,
-) -> Result<Option<Vec<bool>>> {
-    let mut same_as_prev: Option<Vec<bool>> = None;
-    let orders = previous
-        .map(|(prev, last)| prev.compare(last, keys, 0))
-        .into_iter()
-        .map(|o| (0, o))
-        .chain((1..keys.len()).map(|row| (row, keys.compare(row - 1, keys, row))));
-    for (row, order) in orders {
+    key_names: &'a str,
+    at: &'a dyn Fn(usize) -> RowLocation,
+}
+
+impl Order<'_> {
+    /// Checks `order`, how the key before `row` (of a batch of `rows` rows) compares with
+    /// `row`'s, and marks `row` in `same_as_prev` if the two are equal.
+    fn check(
+        &self,
+        row: usize,
+        order: Ordering,
+        rows: usize,
+        same_as_prev: &mut Option<Vec<bool>>,
+    ) -> Result<()> {
+        let (key_names, at) = (self.key_names, self.at);
         match order {
             Ordering::Less => {}
             Ordering::Greater => {
@@ -515,15 +636,63 @@ fn check_order<V: KeyValues>(
                 at(row)
             ))
             }
-            Ordering::Equal if strict => {
+            Ordering::Equal if self.strict => {
                 return Err(invalid!(
                     "{}: duplicate key {key_names} inside one run (equal to the previous row's); \
                      a run must hold each key once when folding versions (merge='none' keeps duplicates)",
                     at(row)
                 ))
             }
-            Ordering::Equal => same_as_prev.get_or_insert_with(|| vec![false; keys.len()])[row] = true,
+            Ordering::Equal => same_as_prev.get_or_insert_with(|| vec![false; rows])[row] = true,
         }
+        Ok(())
+    }
+}
+
+/// Checks that `keys` continue `previous` (the last key of the run's previous batch) in
+/// ascending order as `order` says. Returns which rows repeat the key before them, or
+/// `None` when none does.
+fn check_order<V: KeyValues>(
+    keys: &V,
+    previous: Option<(&V, usize)>,
+    order: &Order,
+) -> Result<Option<Vec<bool>>> {
+    let mut same_as_prev: Option<Vec<bool>> = None;
+    let orders = previous
+        .map(|(prev, last)| prev.compare(last, keys, 0))
+        .into_iter()
+        .map(|o| (0, o))
+        .chain((1..keys.len()).map(|row| (row, keys.compare(row - 1, keys, row))));
+    for (row, o) in orders {
+        order.check(row, o, keys.len(), &mut same_as_prev)?;
+    }
+    Ok(same_as_prev)
+}
+
+/// [`check_order`] for byte-ordered keys, which also pushes onto `codes` each row's
+/// offset-value code against the row before it (the run's first against the empty key):
+/// finding where two keys differ is their comparison.
+fn check_order_coding<V: KeyValues>(
+    keys: &V,
+    previous: Option<(&V, usize)>,
+    order: &Order,
+    codes: &mut Vec<u64>,
+) -> Result<Option<Vec<bool>>> {
+    fn bytes<V: KeyValues>(values: &V, row: usize) -> &[u8] {
+        values.ordered_bytes(row).expect("coded keys are byte strings")
+    }
+    let mut same_as_prev: Option<Vec<bool>> = None;
+    codes.reserve_exact(keys.len());
+    for row in 0..keys.len() {
+        let next = bytes(keys, row);
+        let before = if row > 0 { Some((keys, row - 1)) } else { previous };
+        let Some((prev, at)) = before else {
+            codes.push(ovc::code_after(&[], next, 0).1);
+            continue;
+        };
+        let (o, code) = ovc::code_after(bytes(prev, at), next, prev.known_shared(at, keys, row));
+        order.check(row, o, keys.len(), &mut same_as_prev)?;
+        codes.push(code);
     }
     Ok(same_as_prev)
 }

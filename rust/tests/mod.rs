@@ -1,5 +1,6 @@
 //! Unit and property tests of the merge, against a naive reference.
 
+mod byte_keys;
 mod errors;
 mod fold_paths;
 mod merge_props;
