@@ -226,9 +226,7 @@ class LookupCompaction:
         changelog: tuple[dict[str, Any], ...] = ()
         if self.changelog is not None and merged is not None:
             changelog = self._changelog(self.changelog, m, picked, touched, before, merged, level, written)
-        seen = tuple(sorted(f.name for f in existing if f.level > 0))
-        replaced = bucket_index_files(self.planner.root, self.snapshot, m.partition, m.bucket)
-        update = DvUpdate(m.partition, m.bucket, None, replaced, seen, False)
+        update = self._unchanged_vectors(m, existing)
         if self.dv:
             update = self._vectors(m.partition, m.bucket, existing, picked, found, update)
         return dataclasses.replace(
@@ -272,15 +270,20 @@ class LookupCompaction:
         rows): the compaction deletes its level-0 entry and adds it at ``level``; the rows
         ``found`` above it are marked in the bucket's deletion vectors."""
         assert f.record is not None
-        seen = tuple(sorted(e.name for e in existing if e.level > 0))
-        replaced = bucket_index_files(self.planner.root, self.snapshot, m.partition, m.bucket)
-        update = DvUpdate(m.partition, m.bucket, None, replaced, seen, False)
+        update = self._unchanged_vectors(m, existing)
         return dataclasses.replace(
             m,
             compact_before=(f.record,),
             compact_after=({**f.record, "_LEVEL": level},),
             dv_index=self._vectors(m.partition, m.bucket, existing, [f], found, update),
         )
+
+    def _unchanged_vectors(self, m: CommitMessage, existing: list[DataFile]) -> DvUpdate:
+        """The bucket's deletion-vector update before any row is marked: its index files
+        as the snapshot holds them, and the files above level 0 it saw."""
+        seen = tuple(sorted(f.name for f in existing if f.level > 0))
+        replaced = bucket_index_files(self.planner.root, self.snapshot, m.partition, m.bucket)
+        return DvUpdate(m.partition, m.bucket, None, replaced, seen, False)
 
     def _rows_before(
         self, picked: list[DataFile], above: list[DataFile], reads: dict[str, FileRead], found: dict[str, np.ndarray]
