@@ -89,7 +89,7 @@ class AppendFileWriter(DataFileWriter):
     def __init__(self, *args: Any, source: int = APPEND_SOURCE, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.file_schema = self.schema.arrow
-        self.keys, self.key_types = [], []
+        self.keys, self.key_types, self.key_stats = [], [], []
         self.source = source
 
     def write(self, batch: pa.RecordBatch) -> None:

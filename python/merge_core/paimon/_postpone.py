@@ -46,7 +46,7 @@ import pyarrow.parquet as pq
 from .. import _native
 from ..errors import CorruptTableError, InvalidInputError, TableIOError, UnsupportedFeatureError
 from ..fs import Location
-from . import _binary, _key_order
+from . import _binary
 from ._commit import CommitMessage, summary
 from ._compact import CompactTask, compaction_tasks
 from ._merge_options import PaimonMerge
@@ -299,7 +299,8 @@ class _PostponedFileWriter(DataFileWriter):
         if self.min_key is None:
             self.min_key = tuple(c[0].as_py() for c in key_columns)
         self.max_key = tuple(c[n - 1].as_py() for c in key_columns)
-        self.key_stats.append(tuple(_key_order.bounds(c) for c in key_columns))
+        for stats, k in zip(self.key_stats, self.keys, strict=True):
+            stats.add(batch.column(k))
         self.sequences += [POSTPONED_SEQUENCE, POSTPONED_SEQUENCE]
         self.rows += n
 

@@ -1,6 +1,8 @@
 """A data file's column statistics as Paimon's manifests keep them: per column the least
 and greatest value and the count of nulls (``SimpleStats``: two BinaryRows and an array of
-longs), collected batch by batch as a file is written.
+longs): min and max taken from the written file's Parquet footer, as Paimon's writer
+takes them (``ParquetSimpleStatsExtractor``), but for floats and timestamps, gathered
+batch by batch (see ``ColumnStats``); null counts gathered batch by batch.
 
 What each column keeps is its *stats mode*, read as Paimon's writer reads it
 (``StatsCollectorFactories``): ``fields.<column>.stats-mode`` first, then
@@ -99,11 +101,18 @@ def value_modes(schema: TableSchema, level: int) -> list[Mode]:
 
 
 class ColumnStats:
-    """Min, max and null count of one column, gathered batch by batch."""
+    """Min, max and null count of one column: the null count gathered batch by batch, min
+    and max too for floats and timestamps, and taken from the written file's Parquet
+    footer (``add_footer``) for every other type, as Paimon's writer takes them
+    (``ParquetSimpleStatsExtractor``): the encoder finds them anyway. ``values``: a value
+    column, whose NaN leaves it without min and max; a key column keeps NaN as the
+    greatest value, in Paimon's order."""
 
-    def __init__(self, type: pa.DataType):
+    def __init__(self, type: pa.DataType, values: bool = True):
         self.type = type
         self.bounded = _bounded(type)
+        self.footer = self.bounded and _footer_kept(type)
+        self.values = values
         self.nulls = 0
         self.low: Any = None
         self.high: Any = None
@@ -111,13 +120,29 @@ class ColumnStats:
 
     def add(self, column: pa.Array) -> None:
         self.nulls += column.null_count
-        if not self.bounded or self.nan or column.null_count == len(column):
+        if not self.bounded or self.footer or self.nan or column.null_count == len(column):
             return
-        if pa.types.is_floating(column.type) and pc.any(pc.is_nan(column)).as_py():
+        if self.values and pa.types.is_floating(column.type) and pc.any(pc.is_nan(column)).as_py():
             self.nan, self.low, self.high = True, None, None
             return
         values = column.cast(pa.int64()) if pa.types.is_timestamp(column.type) else column
-        low, high = _key_order.bounds(values)
+        self._widen(*_key_order.bounds(values))
+
+    def add_footer(self, chunks: Sequence[tuple[Any, int]]) -> None:
+        """Min and max from the file's Parquet statistics of the column: ``(statistics,
+        rows)`` per row group. A row group holding a value but no min and max (Parquet
+        leaves out a string's past 4 KiB, as Java's writer does) leaves the file's unknown."""
+        if not self.footer:
+            return
+        for stats, rows in chunks:
+            if stats is not None and stats.has_null_count and stats.null_count >= rows:
+                continue  # nulls only
+            if stats is None or not stats.has_min_max:
+                self.low = self.high = None
+                return
+            self._widen(stats.min, stats.max)
+
+    def _widen(self, low: Any, high: Any) -> None:
         order = _key_order.value_key
         if self.low is None or order(low) < order(self.low):
             self.low = low
@@ -153,6 +178,13 @@ def _bounded(t: pa.DataType) -> bool:
         pa.types.is_timestamp,
     )
     return any(check(t) for check in checks) and not pa.types.is_unsigned_integer(t)
+
+
+def _footer_kept(t: pa.DataType) -> bool:
+    """Whether a Parquet footer's min and max of type ``t`` are the column's in Paimon's
+    order, as the Python values merge-core encodes: not for floats (Parquet skips NaN and
+    orders -0.0 as 0.0) nor timestamps (Parquet keeps seconds as milliseconds)."""
+    return not (pa.types.is_floating(t) or pa.types.is_timestamp(t))
 
 
 def _cut(value: Any, length: int) -> Any:
@@ -194,6 +226,11 @@ class FileStats:
         for f, stats in zip(self.schema.fields, self.columns, strict=True):
             stats.add(batch.column(f.name))
 
+    def add_footer(self, chunks: dict[str, list[tuple[Any, int]]]) -> None:
+        """Takes min and max from the written file's footer (``footer_chunks``)."""
+        for f, stats in zip(self.schema.fields, self.columns, strict=True):
+            stats.add_footer(chunks.get(f.name, ()))
+
     def value_stats(self) -> tuple[dict[str, Any], list[str] | None]:
         """``_VALUE_STATS`` and ``_VALUE_STATS_COLS`` of the file."""
         fields = self.schema.fields
@@ -201,6 +238,18 @@ class FileStats:
         names = None if len(kept) == len(fields) else [fields[i].name for i in kept]
         results = [self.columns[i].result(self.modes[i]) for i in kept]
         return simple_stats(results, [self.columns[i].type for i in kept]), names
+
+
+def footer_chunks(metadata: Any) -> dict[str, list[tuple[Any, int]]]:
+    """A Parquet file's column statistics (``pq.FileMetaData``) by top-level column name:
+    ``(statistics or None, rows)`` of each row group."""
+    out: dict[str, list[tuple[Any, int]]] = {}
+    for g in range(metadata.num_row_groups):
+        group = metadata.row_group(g)
+        for c in range(group.num_columns):
+            chunk = group.column(c)
+            out.setdefault(chunk.path_in_schema, []).append((chunk.statistics, group.num_rows))
+    return out
 
 
 def simple_stats(results: Sequence[tuple[Any, Any, int | None]], types: Sequence[pa.DataType]) -> dict[str, Any]:

@@ -44,7 +44,7 @@ from ._options import bool_option, int_option, long_option, memory_bytes
 from ._paths import Layout
 from ._plan import SEQUENCE_NUMBER, VALUE_KIND
 from ._schema import FIELD_ID, TableSchema
-from ._stats import FileStats
+from ._stats import ColumnStats, FileStats, footer_chunks
 
 GROUP = "_group"
 KEY_PREFIX = "_KEY_"
@@ -464,7 +464,7 @@ class DataFileWriter:
         self.rows = self.retracts = 0
         self.min_key: tuple | None = None
         self.max_key: tuple | None = None
-        self.key_stats: list[tuple[Any, Any]] = []
+        self.key_stats = [ColumnStats(t, values=False) for t in self.key_types]
         self.value_stats = FileStats(schema, level)
         self.sequences: list[int] = []
         self._writer: pq.ParquetWriter | None = None  # opened by the first encoding step
@@ -552,7 +552,8 @@ class DataFileWriter:
             raise InternalError(f"data file {self.name} would not hold its keys in ascending order, each once")
         self.min_key = first if self.min_key is None else self.min_key
         self.max_key = tuple(c[n - 1].as_py() for c in key_columns)
-        self.key_stats.append(tuple(_key_order.bounds(c, o) for c, o in zip(key_columns, ordered, strict=True)))
+        for stats, k in zip(self.key_stats, self.keys, strict=True):
+            stats.add(batch.column(k))
         bounds = pc.min_max(batch.column(SEQUENCE_NUMBER))
         self.sequences += [bounds["min"].as_py(), bounds["max"].as_py()]
         self.rows += n
@@ -626,18 +627,19 @@ class DataFileWriter:
         try:
             if encoded is not None:
                 encoded.result()
-            self._open(self.file_schema.empty_table()).close()
+            writer = self._open(self.file_schema.empty_table())
+            writer.close()
             self._sink.close()  # a stream handed in is the caller's to close
             size = self._size()
+            self._add_footer(writer.writer.metadata)  # pyarrow's writer keeps the footer it wrote
         except OSError as e:
             self._remove()
             raise TableIOError(f"writing data file {self.path} failed: {e}") from e
         except BaseException:
             self._remove()
             raise
-        order = _key_order.value_key
-        lows = [min((s[i][0] for s in self.key_stats), key=order, default=None) for i in range(len(self.keys))]
-        highs = [max((s[i][1] for s in self.key_stats), key=order, default=None) for i in range(len(self.keys))]
+        lows = [stats.low for stats in self.key_stats]
+        highs = [stats.high for stats in self.key_stats]
         value_stats, value_stats_columns = self.value_stats.value_stats()
         return {
             "_FILE_NAME": self.name,
@@ -665,6 +667,14 @@ class DataFileWriter:
             "_FIRST_ROW_ID": None,
             "_WRITE_COLS": None,
         }
+
+    def _add_footer(self, metadata: pq.FileMetaData) -> None:
+        """Min and max of the key and table columns, from the file's Parquet statistics."""
+        chunks = footer_chunks(metadata)
+        self.value_stats.add_footer(chunks)
+        stored = self.keys if self.schema.thin_mode else [KEY_PREFIX + k for k in self.keys]
+        for stats, name in zip(self.key_stats, stored, strict=True):
+            stats.add_footer(chunks.get(name, ()))
 
     def _size(self) -> int:
         info = self.root.store.info(self.path.path)
