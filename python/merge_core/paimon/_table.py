@@ -482,7 +482,7 @@ class Table:
             if write_only(self._schema.options):
                 pass  # Paimon's writers then never compact (its NoopCompactManager): compact() does
             elif needs_lookup(self._schema.options):
-                write.level_zero_compaction = self._compact_level_zero
+                write.level_zero_compaction = functools.partial(self._compact_level_zero, threads=write.threads)
             else:
                 write.level_zero_compaction = functools.partial(self._compact_written, threads=write.threads)
         return write.ignore_previous_files() if overwrite else write
@@ -522,10 +522,12 @@ class Table:
             out.append(m)
         return out
 
-    def _compact_level_zero(self, messages: list[CommitMessage], overwrite: bool) -> list[CommitMessage]:
+    def _compact_level_zero(
+        self, messages: list[CommitMessage], overwrite: bool, threads: int = 1
+    ) -> list[CommitMessage]:
         """A write's messages with its level-0 files compacted by lookup (``_lookup``), on
-        the latest snapshot; an overwrite's go to the top level in their place. If that
-        fails, every file of the messages is removed."""
+        the latest snapshot, ``threads`` buckets at once; an overwrite's go to the top
+        level in their place. If that fails, every file of the messages is removed."""
         latest = None if overwrite else latest_snapshot_id(self._root)
         snap = None if latest is None else self.snapshot(latest)
         planner = self._full_planner(snap or _no_snapshot(self._schema), self._schema)
@@ -541,13 +543,19 @@ class Table:
         budget = memory_bytes(planner.schema.options, "lookup.cache-max-memory-size", LOOKUP_CACHE_MEMORY)
         self._file_rows.retain({f.name for f in live}, budget)
         compaction = LookupCompaction(planner, snap, live, merge_into, changelog, self._file_rows, not overwrite)
-        out: list[CommitMessage] = []
-        try:
-            for m in messages:
-                out.append(compaction.compacted(m))
-        except BaseException:
-            self.abort([*out, *messages[len(out) :]])
-            raise
+        with ThreadPoolExecutor(max(1, min(threads, len(messages))), "merge-core-lookup") as pool:
+            running = [pool.submit(compaction.compacted, m) for m in messages]
+            try:
+                out = [future.result() for future in running]
+            except BaseException:
+                for future in running:
+                    future.cancel()
+                wait(running)  # then each bucket's files go: compacted or not
+                done = [
+                    f.result() if f.done() and not f.cancelled() and f.exception() is None else None for f in running
+                ]
+                self.abort([d if d is not None else m for d, m in zip(done, messages, strict=True)])
+                raise
         if not overwrite:
             return out
         for m in out:  # nothing to look up: the compacted files replace the level-0 ones
