@@ -83,6 +83,27 @@ def test_the_file_rows_follow_the_file_on_disk(tmp_path):
     assert small.rows(store, path).num_rows == 2 and small.stats()["entries"] == 0, "past the budget: not kept"
 
 
+def test_a_file_without_room_is_declined_and_the_files_held_stay(tmp_path):
+    """Files met in the same order write after write: evicting the oldest to make room
+    would miss every time; a file that does not fit is declined instead (read by the
+    caller) until a file held is no longer live."""
+    store = LocalStore()
+    paths = [str(tmp_path / f"data-{i}.parquet") for i in range(2)]
+    for path in paths:
+        pq.write_table(pa.table({"k": list(range(100))}), path)
+    size = pq.read_table(paths[0]).nbytes
+    held = FileRows(budget=size + size // 2)  # room for one
+    assert held.rows(store, paths[0]).num_rows == 100
+    assert held.rows(store, paths[1]).num_rows == 100, "decoded once, not kept"
+    assert held.rows(store, paths[1]) is None, "declined: the caller reads it itself"
+    assert held.rows(store, paths[0]) is not None and held.stats()["hits"] == 1, "the file held stays"
+    assert held.stats()["entries"] == 1 and held.stats()["declined"] == 1
+    held.retain({"data-1.parquet"})  # the held file is no longer live: room for the declined one
+    assert held.rows(store, paths[1]).num_rows == 100
+    assert held.stats()["entries"] == 1 and held.stats()["declined"] == 0
+    assert held.rows(store, paths[1]) is not None and held.stats()["hits"] == 2
+
+
 def test_later_writes_take_the_rows_found_from_the_files_kept(tmp_path):
     root = tmp_path / "db.db" / "t"
     table = mc.Table.create(root, SCHEMA, key=["k", "p"], buckets=2, merge=SUM, options=DV)

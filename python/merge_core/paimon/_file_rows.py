@@ -17,8 +17,14 @@ and their deletion vectors come from each write's latest snapshot, whoever commi
 (another merge-core, pypaimon, Java), never from the cache. Files of other stores than
 the local disk are never held (no cheap identity to check).
 
-Bounded by a byte budget (the rows' Arrow size), least recently used first out; files
-no longer live are dropped by :meth:`FileRows.retain`.
+Bounded by a byte budget (the rows' Arrow size). A file is kept only while there is
+room: held files stay until they are no longer live (dropped by :meth:`FileRows.retain`),
+and a file that does not fit is declined, read by the caller itself from then on (its
+key column, then the pages of its rows found) until room frees up. Every write meets
+every file above level 0 in the same order, so evicting the least recently used to make
+room would miss every time once the files outgrow the budget; declining keeps the files
+held hitting (the contest's 6M-row deletion-vector write, its files about 3.5x the
+default budget: 43 CPU s evicting, 38 declining).
 """
 
 from __future__ import annotations
@@ -57,12 +63,14 @@ class FileRows:
         self.budget = budget
         self._lock = threading.Lock()
         self._entries: OrderedDict[str, tuple[Identity, pa.Table]] = OrderedDict()
+        self._declined: dict[str, tuple[Identity, int]] = {}  # path -> (identity, Arrow bytes)
         self.bytes = 0
         self.hits = self.misses = 0
 
     def rows(self, store: Store, path: str) -> pa.Table | None:
-        """The rows of the data file at ``path``: held, or decoded now and kept (within the
-        budget); ``None`` for a file off the local disk, which the caller reads itself."""
+        """The rows of the data file at ``path``: held, or decoded now and kept if there is
+        room; ``None`` for a file declined before for want of room (and still without it),
+        or off the local disk: the caller reads it itself."""
         if not store.local or self.budget <= 0:
             return None
         now = identity(path)
@@ -75,6 +83,9 @@ class FileRows:
                 self._entries.move_to_end(path)
                 return held[1]
             self.misses += 1
+            declined = self._declined.get(path)
+            if declined is not None and declined[0] == now and self.bytes + declined[1] > self.budget:
+                return None
         table = pq.ParquetFile(path).read()  # (read_table would add a hive partition's columns)
         if identity(path) == now:  # not replaced while it was read
             self._keep(path, now, table)
@@ -94,23 +105,26 @@ class FileRows:
         with self._lock:
             for path in [p for p in self._entries if os.path.basename(p) not in names]:
                 self._drop(path)
+            self._declined = {p: d for p, d in self._declined.items() if os.path.basename(p) in names}
             self.budget = self.budget if budget is None else budget
             while self.bytes > self.budget:
                 self._drop(next(iter(self._entries)))
 
     def stats(self) -> dict[str, Any]:
-        return {"entries": len(self._entries), "bytes": self.bytes, "hits": self.hits, "misses": self.misses}
+        counts = {"entries": len(self._entries), "declined": len(self._declined)}
+        return {**counts, "bytes": self.bytes, "hits": self.hits, "misses": self.misses}
 
     def _keep(self, path: str, now: Identity, table: pa.Table) -> None:
+        """Holds ``table`` as the file's rows if there is room, else declines the file."""
         with self._lock:
             self._drop(path)
             size = table.nbytes
-            if size > self.budget:
+            if self.bytes + size > self.budget:
+                self._declined[path] = (now, size)
                 return
+            self._declined.pop(path, None)
             self._entries[path] = (now, table)
             self.bytes += size
-            while self.bytes > self.budget:
-                self._drop(next(iter(self._entries)))
 
     def _drop(self, path: str) -> None:
         held = self._entries.pop(path, None)
