@@ -172,6 +172,31 @@ def test_writes_are_visible_at_commit_to_every_reader(tmp_path, engine, partitio
     assert table.read(snapshot=2).read_all().num_rows > 0  # older snapshots keep their files
 
 
+@pytest.mark.parametrize("merge_on_read", [False, True])
+def test_a_read_of_compacted_files_only_reads_each_file_on_its_own(tmp_path, merge_on_read):
+    """Each key is at most once among the live rows above level 0: the read makes each
+    file a section of its own (no merge across files), as Paimon's batch read reads each
+    on its own; a table merged on read keeps Paimon's sections of overlapping files."""
+    root = tmp_path / "db.db" / "t"
+    options = {"deletion-vectors.enabled": "true", "deletion-vectors.merge-on-read": str(merge_on_read).lower()}
+    table = mc.Table.create(root, SCHEMA, key=["k"], buckets=1, options=options)
+    model: dict[tuple, dict] = {}
+    for keys in (range(0, 300), range(0, 300, 3), range(1, 400, 7), range(0, 300, 2)):
+        rows = [{"k": k, "p": "a", "v": k * 10 + len(model), "w": f"w{k}", KIND: "+I"} for k in keys]
+        write_rows(table, rows)
+        model.update({("a", r["k"]): {x: r[x] for x in ("k", "p", "v", "w")} for r in rows})
+    runs = [len(section.runs) for split in table.plan() for section in split.sections]
+    files = [len(run) for split in table.plan() for section in split.sections for run in section.runs]
+    levels = {f["level"] for f in table.files()}
+    assert len(files) > 1 and (merge_on_read or 0 not in levels), "several files above level 0 to read"
+    if merge_on_read:  # overlapping files of the levels merge in one section
+        assert max(runs) > 1
+    else:
+        assert runs == [1] * len(runs) and files == [1] * len(files)
+    mine, theirs, rust = peers_read(root)
+    assert mine == theirs == rust == as_tuples(list(model.values()))
+
+
 def test_first_row_writes_are_visible_at_commit(tmp_path):
     root = tmp_path / "db.db" / "t"
     table = mc.Table.create(root, SCHEMA, key=["k", "p"], partition_by=["p"], buckets=2, merge="first-row")

@@ -5,6 +5,12 @@ files whose key ranges overlap, directly or through others, form a section, and
 sections do not overlap each other, so each is merged on its own and their outputs are
 concatenated in key order. Inside a section, files that do not overlap are chained into
 sorted runs. Sections are packed into splits of about ``source.split.target-size``.
+
+A read that sees compacted files only (deletion vectors, first-row: each key at most
+once among their live rows) makes each file a section of its own, as Paimon's batch
+read reads each such file on its own: nothing to merge across files, so no loser tree
+over overlapping files; a bucket's rows then come file after file, each file's in key
+order.
 """
 
 from __future__ import annotations
@@ -104,6 +110,12 @@ def sections(files: Sequence[DataFile], key: Callable[[bytes], tuple]) -> list[l
     return [_sorted_runs(section, ranges) for section in out]
 
 
+def apart(files: Sequence[DataFile], key: Callable[[bytes], tuple]) -> list[list[list[DataFile]]]:
+    """``files`` as sections of one file each, by key range (module docstring)."""
+    ranges = {id(f): (key(f.min_key), key(f.max_key)) for f in files}
+    return [[[f]] for f in sorted(files, key=lambda f: ranges[id(f)])]
+
+
 def _sorted_runs(files: list[DataFile], ranges: dict[int, tuple[tuple, tuple]]) -> list[list[DataFile]]:
     """Chains a section's files (sorted by min key) into as few runs as it greedily can:
     a file joins the run that ends lowest, if it starts after that run's end."""
@@ -145,7 +157,8 @@ class Planner:
     """Turns a snapshot's live files into splits for a read of ``columns``, whose files
     are decoded as the ``read`` columns (the table's, by name in ``schema``). ``memo``:
     the snapshot's, to take what an earlier plan of it derived (each bucket's splits,
-    the deletion vectors) instead of deriving it again."""
+    the deletion vectors) instead of deriving it again. ``files_apart``: each file its
+    own section (a read of compacted files only: module docstring)."""
 
     def __init__(
         self,
@@ -155,8 +168,10 @@ class Planner:
         columns: tuple[str, ...],
         read: list[str],
         memo: SnapshotMemo | None = None,
+        files_apart: bool = False,
     ):
         self.root, self.snapshot, self.schema, self.columns, self.read = root, snapshot, schema, columns, read
+        self.files_apart = files_apart
         self.memo = memo if memo is not None else SnapshotMemo(None, [])
         self.layout = Layout(schema)
         self.manifest_paths = ManifestPaths(root)
@@ -189,7 +204,7 @@ class Planner:
             if chosen is not None and not chosen(values):
                 continue
             # The same files of a bucket make the same splits: a lookup's next key reuses them.
-            planned = (type(self), self.schema.id, self.columns, tuple(self.read), partition, bucket)
+            planned = (type(self), self.schema.id, self.columns, tuple(self.read), self.files_apart, partition, bucket)
             planned += tuple(f.name for f in group)
             make = functools.partial(self.bucket_splits, values, partition, bucket, group)
             out += self.memo.once(("bucket splits", *planned), make)
@@ -197,7 +212,7 @@ class Planner:
 
     def bucket_splits(self, values: tuple, partition: bytes, bucket: int, group: list[DataFile]) -> list[Split]:
         """The splits of the files ``group`` of one bucket."""
-        found = sections(group, self.key)
+        found = apart(group, self.key) if self.files_apart else sections(group, self.key)
         weights = [sum(f.size for run in section for f in run) for section in found]
         out = []
         for chunk in pack(weights, self.target, self.open_cost):

@@ -1188,9 +1188,11 @@ class Table:
         splits = []
         if snap:
             needed = _with_filter_columns(schema, wanted, predicate)
-            planner = (_append.AppendPlanner if self._append else Planner)(
-                self._root, snap, schema, tuple(wanted), _read_columns(schema, self._setup_for(schema), needed), memo
-            )
+            read_columns = _read_columns(schema, self._setup_for(schema), needed)
+            if self._append:
+                planner = _append.AppendPlanner(self._root, snap, schema, tuple(wanted), read_columns, memo)
+            else:
+                planner = Planner(self._root, snap, schema, tuple(wanted), read_columns, memo, compacted_only)
             splits = [dataclasses.replace(s, filter=predicate) for s in planner.splits(files, chosen)]
         files = listed
         files_read = sum(s.files for s in splits)
