@@ -157,6 +157,12 @@ impl Aggregator {
         Ok(())
     }
 
+    /// Whether [`Self::pass_through`] of an add gives its values as stored: every column
+    /// picked from the row or pushed as its value, none built as items.
+    pub(crate) fn passes_lone_adds_as_stored(&self) -> bool {
+        self.columns.iter().all(|c| c.newest.is_some() || !matches!(c.output, Output::Items))
+    }
+
     /// See [`super::Folder::retract_refusal`]: a `-D` with `remove_record_on_delete`
     /// replaces the row; any other retract reaches every column's function.
     pub(crate) fn retract_refusal(&self, kind: RowKind) -> Option<String> {

@@ -358,6 +358,19 @@ impl Folder {
         }
     }
 
+    /// Whether a read's output of a key with one version is that row as stored (its
+    /// kind made `+I`), a retract left out: every function with retracts dropped
+    /// (step 4), except partial-update and aggregates of collections, which build the
+    /// row's values anew. A run holding each key once then needs no fold.
+    pub(crate) fn passes_lone_rows_as_stored(&self) -> bool {
+        !self.keep_kinds
+            && match &self.engine {
+                Engine::Deduplicate | Engine::FirstRow => true,
+                Engine::Aggregate(aggregator) => aggregator.passes_lone_adds_as_stored(),
+                Engine::PartialUpdate(_) | Engine::None => false,
+            }
+    }
+
     /// Folds one key group (in version order) into `out`.
     #[inline(always)]
     pub(crate) fn fold(&self, group: &[RowRef], store: &BatchStore, out: &mut OutputBuilder) -> Result<()> {

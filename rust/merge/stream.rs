@@ -3,19 +3,22 @@
 //!
 //! Data flows one way: run cursors -> engine (key groups) -> merge function -> builder.
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
-use arrow_array::{RecordBatch, RecordBatchReader};
+use arrow_array::{BooleanArray, RecordBatch, RecordBatchReader};
 use arrow_schema::{ArrowError, Field, Schema, SchemaRef};
+use arrow_select::filter::filter_record_batch;
 
 use super::plan::{MergeOptions, MergePlan};
 use crate::engine::{Algorithm, Heap, LoserTree, MergeEngine, PaimonLoserTree};
-use crate::error::{invalid, MergeError, Result};
+use crate::error::{blame, invalid, MergeError, Result, RowLocation};
 use crate::fold::builder::OutputBuilder;
 use crate::fold::{Folder, Paths};
 use crate::keys::{dispatch, KeyEncoder, KeyVisitor};
 use crate::read::counters::{ReadCounters, ReadStats};
+use crate::runs::version::{retracts, row_kind_array, RowKind};
 use crate::runs::{BatchIter, Group, Layout, Run, Runs};
 
 /// Figures of a merge so far.
@@ -219,6 +222,121 @@ pub(crate) fn merge_runs_into(
     stats: Arc<SharedStats>,
 ) -> Result<MergeStream> {
     merge_with_paths(runs, options, strict, stats, Paths::Fast)
+}
+
+/// One group of a table's read: [`merge_runs_into`], or, for a group of one run whose
+/// keys are each once among its rows (`lone_as_stored`: a read of compacted files only)
+/// and a merge function that outputs a key's lone version as stored
+/// ([`Folder::passes_lone_rows_as_stored`]), the run's rows as stored: what the fold
+/// would output, without cursors, engine or builder. The keys' order is not checked
+/// there (Paimon's reader of such files does not check it either).
+pub(crate) fn merge_group(
+    runs: Vec<Run>,
+    options: MergeOptions,
+    strict: bool,
+    stats: Arc<SharedStats>,
+    lone_as_stored: bool,
+) -> Result<MergeStream> {
+    if lone_as_stored && runs.len() == 1 && options.batch_size > 0 {
+        let plan = MergePlan::new(runs[0].schema.clone(), &options, strict, Paths::Fast)?;
+        if plan.folder.passes_lone_rows_as_stored() {
+            stats.runs.fetch_add(1, Relaxed);
+            let input = runs.into_iter().next().expect("one run").batches;
+            let schema = plan.output.schema.clone();
+            let batch_size = options.batch_size;
+            let rows = AsStored {
+                input,
+                plan,
+                batch_size,
+                stats: stats.clone(),
+                ready: VecDeque::new(),
+                next_row: 0,
+            };
+            return Ok(MergeStream::from_parts(schema, Box::new(rows), stats));
+        }
+    }
+    merge_runs_into(runs, options, strict, stats)
+}
+
+/// A run's rows as stored (see [`merge_group`]): retracts left out, every kind `+I`,
+/// the output's columns, in batches of at most `batch_size` rows.
+struct AsStored {
+    input: BatchIter,
+    plan: MergePlan,
+    batch_size: usize,
+    stats: Arc<SharedStats>,
+    ready: VecDeque<RecordBatch>,
+    /// The run's rows read so far, for messages.
+    next_row: u64,
+}
+
+impl Iterator for AsStored {
+    type Item = Result<RecordBatch>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(batch) = self.ready.pop_front() {
+                self.stats.add_rows_out(batch.num_rows() as u64);
+                return Some(Ok(batch));
+            }
+            let batch = match self.input.next()? {
+                Ok(batch) => batch,
+                Err(e) => return Some(Err(e.into())),
+            };
+            let schema = batch.schema();
+            if let Err(e) = self.take(batch) {
+                return Some(Err(blame(&schema, e)));
+            }
+        }
+    }
+}
+
+impl AsStored {
+    /// Makes the output of one input batch ready.
+    fn take(&mut self, batch: RecordBatch) -> Result<()> {
+        let (layout, output) = (&self.plan.layout, &self.plan.output);
+        let first_row = self.next_row;
+        self.next_row += batch.num_rows() as u64;
+        self.stats.rows_in.fetch_add(batch.num_rows() as u64, Relaxed);
+        let expected = layout.schema.fields();
+        let got = batch.schema();
+        if got.fields().len() != expected.len()
+            || expected.iter().zip(got.fields()).any(|(e, g)| e.data_type() != g.data_type())
+        {
+            return Err(invalid!(
+                "a batch's schema ({got}) differs from the runs' schema ({})",
+                layout.schema
+            ));
+        }
+        let batch = match layout.row_kind {
+            None => batch,
+            Some(k) => {
+                let at = |row: usize| RowLocation { run: 0, row: first_row + row as u64 };
+                match retracts(layout.name(k), batch.column(k).as_ref(), &at)? {
+                    None => batch,
+                    Some(retract) => {
+                        let adds: BooleanArray = retract.iter().map(|&r| Some(!r)).collect();
+                        filter_record_batch(&batch, &adds)?
+                    }
+                }
+            }
+        };
+        let n = batch.num_rows();
+        if n == 0 {
+            return Ok(());
+        }
+        let columns = (output.projection.iter())
+            .map(|&c| match layout.row_kind == Some(c) {
+                true => row_kind_array(batch.column(c).data_type(), &vec![RowKind::Insert; n]),
+                false => batch.column(c).clone(),
+            })
+            .collect();
+        let out = RecordBatch::try_new(output.schema.clone(), columns)?;
+        for start in (0..n).step_by(self.batch_size) {
+            self.ready.push_back(out.slice(start, self.batch_size.min(n - start)));
+        }
+        Ok(())
+    }
 }
 
 /// [`merge`] with every fold on its general path (no shortcut), for tests that prove

@@ -330,6 +330,7 @@ pub(crate) fn read_options(dict: &Bound<'_, PyDict>) -> PyResult<(ReadOptions, V
         "stats",
         "key_range",
         "read_ahead",
+        "lone_runs_as_stored",
     ];
     let options = Options::new(dict, "read_paimon", KNOWN)?;
     let read = ReadOptions {
@@ -343,6 +344,7 @@ pub(crate) fn read_options(dict: &Bound<'_, PyDict>) -> PyResult<(ReadOptions, V
         threads: options.get("threads")?,
         cache: Some(LookupCache::global().clone()),
         read_ahead: options.optional("read_ahead")?,
+        lone_runs_as_stored: options.optional("lone_runs_as_stored")?.unwrap_or(false),
     };
     Ok((read, options.optional("stats")?.unwrap_or_default()))
 }

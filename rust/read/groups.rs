@@ -25,7 +25,7 @@ use super::workers;
 use crate::error::{invalid, MergeError, Result};
 use crate::fold::Paths;
 use crate::merge::plan::{MergeOptions, MergePlan};
-use crate::merge::stream::{merge_runs_into, BatchSource, MergeStream, SharedStats, UntilError};
+use crate::merge::stream::{merge_group, BatchSource, MergeStream, SharedStats, UntilError};
 use crate::runs::Run;
 
 /// Options of [`merge_groups`].
@@ -42,6 +42,10 @@ pub struct GroupOptions {
     /// Bytes of output each group may have ready (one batch at least); `None`: its
     /// share of `READ_AHEAD_BYTES` (`read_ahead_share`).
     pub read_ahead: Option<usize>,
+    /// Each key is at most once among the rows of all runs (a read of compacted files
+    /// only): a group of one run may pass its rows as stored
+    /// ([`crate::merge::stream::merge_group`]).
+    pub lone_runs_as_stored: bool,
 }
 
 /// Bytes of merged batches the workers merging ahead of the group being read may have
@@ -69,6 +73,7 @@ pub fn merge_groups(schema: SchemaRef, groups: Vec<Vec<Run>>, options: GroupOpti
         threads,
         read_ahead: options.read_ahead.unwrap_or_else(|| read_ahead_share(threads)),
         strict: options.strict,
+        lone_runs_as_stored: options.lone_runs_as_stored,
         merge: options.merge,
         output: output.clone(),
         stats: stats.clone(),
@@ -86,6 +91,7 @@ struct Groups {
     /// Bytes of output each group may have ready.
     read_ahead: usize,
     strict: bool,
+    lone_runs_as_stored: bool,
     merge: MergeOptions,
     output: SchemaRef,
     stats: Arc<SharedStats>,
@@ -116,10 +122,10 @@ impl Groups {
         };
         let (sender, receiver) = handoff(self.read_ahead);
         let (merge, stats, declared) = (self.merge.clone(), self.stats.clone(), self.output.clone());
-        let strict = self.strict;
+        let (strict, lone) = (self.strict, self.lone_runs_as_stored);
         let worker = move || {
             let work = AssertUnwindSafe(|| -> Result<()> {
-                let stream = merge_runs_into(runs, merge, strict, stats)?;
+                let stream = merge_group(runs, merge, strict, stats, lone)?;
                 check_same_columns(&stream.schema(), &declared)?;
                 for batch in stream {
                     if !sender.send(Ok(batch?)) {

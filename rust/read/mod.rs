@@ -75,6 +75,10 @@ pub struct ReadOptions {
     /// the reader's turn keep their threads busy. A reader slower than the merge (a
     /// compaction writing its file) fills whatever it is given: `Some(0)` keeps one.
     pub read_ahead: Option<usize>,
+    /// Each key is at most once among the live rows of the sections' files (a read of
+    /// compacted files only: deletion vectors, first-row): a section of one file passes
+    /// its rows as stored, without a merge ([`crate::merge::stream::merge_group`]).
+    pub lone_runs_as_stored: bool,
 }
 
 /// Bounds of the first key column, each a one-value array (`None`: unbounded): at least
@@ -101,6 +105,7 @@ impl ReadOptions {
             key_range: None,
             cache: None,
             read_ahead: None,
+            lone_runs_as_stored: false,
         }
     }
 }
@@ -127,6 +132,7 @@ pub fn read_sections(
         key_range,
         cache,
         read_ahead,
+        lone_runs_as_stored,
     } = options;
     let versions = VersionColumns {
         sequence,
@@ -155,7 +161,8 @@ pub fn read_sections(
     let merge = MergeOptions { key, versions, merge, algorithm: Algorithm::LoserTree, batch_size, columns };
     let groups = groups_of_sections(&schema, sections, first_key, threads, batch_size);
     // A table's runs may hold a key more than once (see `MergeFunction::for_partial_run`).
-    let stream = merge_groups(schema, groups, GroupOptions { merge, threads, strict: false, read_ahead })?;
+    let group = GroupOptions { merge, threads, strict: false, read_ahead, lone_runs_as_stored };
+    let stream = merge_groups(schema, groups, group)?;
     Ok(stream.with_read_counters(counters))
 }
 
@@ -183,5 +190,7 @@ pub fn merge_parquet_files(
     let runs = vec![files.into_iter().map(|f| vec![f]).collect()];
     let groups = groups_of_sections(&schema, runs, first_key, threads, batch_size);
     let strict = options.merge.folds();
-    merge_groups(schema, groups, GroupOptions { merge: options, threads, strict, read_ahead: None })
+    let group =
+        GroupOptions { merge: options, threads, strict, read_ahead: None, lone_runs_as_stored: false };
+    merge_groups(schema, groups, group)
 }

@@ -114,7 +114,7 @@ impl Layout {
         names.join(", ")
     }
 
-    fn name(&self, idx: usize) -> &str {
+    pub(crate) fn name(&self, idx: usize) -> &str {
         self.schema.field(idx).name()
     }
 

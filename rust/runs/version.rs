@@ -400,6 +400,17 @@ fn read_row_kinds(
     }
 }
 
+/// Whether each row of a row-kind column is a retract (`-U`, `-D`); `None` when none is.
+/// Nulls and unknown kinds are refused, naming the row (`at`).
+pub(crate) fn retracts(
+    name: &str,
+    column: &dyn Array,
+    at: &dyn Fn(usize) -> RowLocation,
+) -> Result<Option<Vec<bool>>> {
+    let kinds = read_row_kinds(name, column, at)?;
+    Ok(kinds.iter().any(|k| k.is_retract()).then(|| kinds.iter().map(|k| k.is_retract()).collect()))
+}
+
 /// Builds an output row-kind column of `data_type` (the input's representation).
 pub(crate) fn row_kind_array(data_type: &DataType, kinds: &[RowKind]) -> ArrayRef {
     use DataType::*;

@@ -9,7 +9,7 @@ use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use proptest::prelude::*;
 
-use crate::merge::stream::merge_general_path;
+use crate::merge::stream::{merge_general_path, merge_group, SharedStats};
 use crate::{merge, AggFunction, AggregateField, MergeFunction, MergeOptions, Run};
 
 /// (key, n, s, seq, kind)
@@ -140,6 +140,59 @@ proptest! {
                 }
                 (Err(a), Err(b)) => prop_assert_eq!(a, b),
                 (a, b) => prop_assert!(false, "{:?}: fast {:?} but general {:?}", function, a.err(), b.err()),
+            }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// A read's group of one run whose keys are each once (a compacted file) passes its
+    /// rows as stored where the fold would output them untouched: the same rows as the
+    /// general path, retracts left out, kinds `+I`, projected, in batches of at most
+    /// `batch_size` rows; the other functions fall back to the merge.
+    #[test]
+    fn a_lone_run_as_stored_equals_its_merge(
+        histories in histories(),
+        cut in 0usize..8,
+        with_sequence: bool,
+        projected: bool,
+        batch_size in prop_oneof![Just(1usize), Just(3), Just(8192)],
+    ) {
+        let lone: Vec<Vec<Row>> = histories.into_iter().take(1).collect();
+        let mut all = functions();
+        all.push(MergeFunction::default());
+        all.push(MergeFunction::Deduplicate { ignore_delete: true, drop_deletes: true });
+        all.push(MergeFunction::FirstRow { ignore_delete: false, drop_deletes: true });
+        for function in all {
+            let mut options = MergeOptions::new(&["k"]);
+            options.merge = function.clone();
+            options.batch_size = batch_size;
+            options.versions.row_kind = Some("kind".into());
+            if with_sequence {
+                options.versions.sequence = vec!["seq".into()];
+            }
+            if projected {
+                options.columns = Some(vec!["s".into(), "kind".into(), "k".into()]);
+            }
+            let stats = Arc::new(SharedStats::default());
+            let stored = collect(merge_group(runs(&lone, cut), options.clone(), false, stats, true));
+            let merged = collect(merge_general_path(runs(&lone, cut), options));
+            match (stored, merged) {
+                (Ok(a), Ok(b)) => {
+                    prop_assert!(a.iter().all(|b| b.num_rows() <= batch_size));
+                    let rows = |batches: &[RecordBatch]| batches.iter().map(|b| b.num_rows()).sum::<usize>();
+                    prop_assert_eq!(rows(&a), rows(&b), "{:?}", function);
+                    if rows(&a) > 0 {
+                        let concat = |batches: &[RecordBatch]| {
+                            arrow_select::concat::concat_batches(&batches[0].schema(), batches).unwrap()
+                        };
+                        prop_assert_eq!(concat(&a), concat(&b), "{:?}", function);
+                    }
+                }
+                (Err(a), Err(b)) => prop_assert_eq!(a, b),
+                (a, b) => prop_assert!(false, "{:?}: as stored {:?} but merged {:?}", function, a.err(), b.err()),
             }
         }
     }

@@ -1508,6 +1508,9 @@ class Table:
             "stats": list(stats.items()),
             "key_range": key_range,
             "read_ahead": read_ahead,
+            # Files above level 0 of a table that reads nothing else hold each key once
+            # among their live rows: a section of one file is its rows as stored.
+            "lone_runs_as_stored": merge is None and _skips_level_zero(schema),
         }
         return _native.read_paimon(read_schema, sections, options)
 
