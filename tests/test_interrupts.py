@@ -63,7 +63,10 @@ def test_an_interrupt_ends_the_process_promptly_and_leaves_no_spill(tmp_path, wh
             child.kill()
             pytest.fail(f"{what}: the process hung after Ctrl-C")
         waited = time.perf_counter() - sent
-        assert waited < 3.0, f"{what}: {waited:.1f}s to stop after Ctrl-C"
+        # A native step (a row group's encoding, a spill) runs to its end before Python
+        # sees the signal: up to about 3 s here with both test workers busy. What this
+        # guards against is a hang (the deadlock above never ended).
+        assert waited < 6.0, f"{what}: {waited:.1f}s to stop after Ctrl-C"
         # A signal that lands after the work is done, while the interpreter shuts down
         # (its handlers already reset), ends the process by SIGINT with nothing printed.
         finished = "done" in out
