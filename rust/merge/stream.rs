@@ -19,7 +19,7 @@ use crate::fold::{Folder, Paths};
 use crate::keys::{dispatch, KeyEncoder, KeyVisitor};
 use crate::read::counters::{ReadCounters, ReadStats};
 use crate::runs::version::{retracts, row_kind_array, RowKind};
-use crate::runs::{BatchIter, Group, Layout, Run, Runs};
+use crate::runs::{check_batch_schema, BatchIter, Group, Layout, Run, Runs};
 
 /// Figures of a merge so far.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -250,6 +250,7 @@ pub(crate) fn merge_group(
                 batch_size,
                 stats: stats.clone(),
                 ready: VecDeque::new(),
+                batches: 0,
                 next_row: 0,
             };
             return Ok(MergeStream::from_parts(schema, Box::new(rows), stats));
@@ -266,7 +267,8 @@ struct AsStored {
     batch_size: usize,
     stats: Arc<SharedStats>,
     ready: VecDeque<RecordBatch>,
-    /// The run's rows read so far, for messages.
+    /// The run's batches and rows read so far, for messages.
+    batches: u64,
     next_row: u64,
 }
 
@@ -297,17 +299,9 @@ impl AsStored {
         let (layout, output) = (&self.plan.layout, &self.plan.output);
         let first_row = self.next_row;
         self.next_row += batch.num_rows() as u64;
+        self.batches += 1;
         self.stats.rows_in.fetch_add(batch.num_rows() as u64, Relaxed);
-        let expected = layout.schema.fields();
-        let got = batch.schema();
-        if got.fields().len() != expected.len()
-            || expected.iter().zip(got.fields()).any(|(e, g)| e.data_type() != g.data_type())
-        {
-            return Err(invalid!(
-                "a batch's schema ({got}) differs from the runs' schema ({})",
-                layout.schema
-            ));
-        }
+        check_batch_schema(&layout.schema, 0, self.batches - 1, &batch)?;
         let batch = match layout.row_kind {
             None => batch,
             Some(k) => {

@@ -9,7 +9,7 @@ use std::cmp::Ordering;
 use std::sync::Arc;
 
 use arrow_array::{ArrayRef, RecordBatch};
-use arrow_schema::{ArrowError, SchemaRef};
+use arrow_schema::{ArrowError, Schema, SchemaRef};
 
 use super::store::{BatchStore, RowRef, StoredBatch};
 use super::value::ColumnView;
@@ -559,7 +559,7 @@ impl<E: KeyEncoder> Runs<E> {
         let at = |row: usize| RowLocation { run: i, row: first_row + row as u64 };
         let number = self.cursors[i].batches;
         self.cursors[i].batches += 1;
-        self.check_schema(i, number, &batch)?;
+        check_batch_schema(&self.layout.schema, i, number, &batch)?;
         let layout = &self.layout;
         let key_columns: Vec<ArrayRef> = layout.key.iter().map(|&k| batch.column(k).clone()).collect();
         for (&k, column) in layout.key.iter().zip(&key_columns) {
@@ -583,29 +583,34 @@ impl<E: KeyEncoder> Runs<E> {
         let id = self.store.push(StoredBatch { batch, versions, run: i, first_row, views });
         Ok(Loaded { id, keys, pos: 0, same_as_prev, codes })
     }
+}
 
-    /// Every batch must have the run's column types (the engines read buffers by type),
-    /// and no nulls where the schema says there are none.
-    fn check_schema(&self, run: usize, number: u64, batch: &RecordBatch) -> Result<()> {
-        let expected = self.layout.schema.fields();
-        let got = batch.schema();
-        let same = got.fields().len() == expected.len()
-            && expected.iter().zip(got.fields()).all(|(e, g)| e.data_type() == g.data_type());
-        if !same {
-            return Err(invalid!(
-                "run {run}, batch {number}: the batch's schema ({got}) differs from the runs' schema ({})",
-                self.layout.schema
-            ));
-        }
-        let null_in_required =
-            expected.iter().zip(batch.columns()).find(|(f, c)| !f.is_nullable() && c.null_count() > 0);
-        match null_in_required {
-            Some((field, _)) => Err(invalid!(
-                "run {run}, batch {number}: null in column '{}', which the runs' schema declares not nullable",
-                field.name()
-            )),
-            None => Ok(()),
-        }
+/// Every batch must have the runs' column types (`schema`; the engines read buffers by
+/// type), and no nulls where the schema says there are none. `run` and `number` name
+/// the batch in messages.
+pub(crate) fn check_batch_schema(
+    schema: &Schema,
+    run: usize,
+    number: u64,
+    batch: &RecordBatch,
+) -> Result<()> {
+    let expected = schema.fields();
+    let got = batch.schema();
+    let same = got.fields().len() == expected.len()
+        && expected.iter().zip(got.fields()).all(|(e, g)| e.data_type() == g.data_type());
+    if !same {
+        return Err(invalid!(
+            "run {run}, batch {number}: the batch's schema ({got}) differs from the runs' schema ({schema})"
+        ));
+    }
+    let null_in_required =
+        expected.iter().zip(batch.columns()).find(|(f, c)| !f.is_nullable() && c.null_count() > 0);
+    match null_in_required {
+        Some((field, _)) => Err(invalid!(
+            "run {run}, batch {number}: null in column '{}', which the runs' schema declares not nullable",
+            field.name()
+        )),
+        None => Ok(()),
     }
 }
 

@@ -14,5 +14,5 @@ pub(crate) mod store;
 pub(crate) mod value;
 pub(crate) mod version;
 
+pub(crate) use cursor::{check_batch_schema, Group, Layout, Runs};
 pub use cursor::{BatchIter, Run};
-pub(crate) use cursor::{Group, Layout, Runs};

@@ -104,6 +104,32 @@ fn collect(stream: crate::Result<crate::MergeStream>) -> Result<Vec<RecordBatch>
     stream.and_then(|s| s.collect::<crate::Result<Vec<_>>>()).map_err(|e| e.to_string())
 }
 
+/// The same rows (batches cut anywhere), or the same error, from a shortcut (`a`) and
+/// the general path (`b`).
+fn same_output(
+    a: Result<Vec<RecordBatch>, String>,
+    b: Result<Vec<RecordBatch>, String>,
+    function: &MergeFunction,
+) -> Result<(), TestCaseError> {
+    match (a, b) {
+        (Ok(a), Ok(b)) => {
+            let rows = |batches: &[RecordBatch]| batches.iter().map(|b| b.num_rows()).sum::<usize>();
+            prop_assert_eq!(rows(&a), rows(&b), "{:?}", function);
+            if rows(&a) > 0 {
+                let concat = |batches: &[RecordBatch]| {
+                    arrow_select::concat::concat_batches(&batches[0].schema(), batches).unwrap()
+                };
+                prop_assert_eq!(concat(&a), concat(&b), "{:?}", function);
+            }
+        }
+        (Err(a), Err(b)) => prop_assert_eq!(a, b),
+        (a, b) => {
+            prop_assert!(false, "{:?}: shortcut {:?} but general path {:?}", function, a.err(), b.err())
+        }
+    }
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(200))]
 
@@ -127,20 +153,7 @@ proptest! {
             }
             let fast = collect(merge(runs(&histories, cut), options.clone()));
             let general = collect(merge_general_path(runs(&histories, cut), options));
-            match (fast, general) {
-                (Ok(a), Ok(b)) => {
-                    let concat = |batches: &[RecordBatch]| {
-                        arrow_select::concat::concat_batches(&batches[0].schema(), batches).unwrap()
-                    };
-                    if a.is_empty() || b.is_empty() {
-                        prop_assert_eq!(a.iter().map(|b| b.num_rows()).sum::<usize>(), b.iter().map(|b| b.num_rows()).sum::<usize>());
-                    } else {
-                        prop_assert_eq!(concat(&a), concat(&b), "{:?}", function);
-                    }
-                }
-                (Err(a), Err(b)) => prop_assert_eq!(a, b),
-                (a, b) => prop_assert!(false, "{:?}: fast {:?} but general {:?}", function, a.err(), b.err()),
-            }
+            same_output(fast, general, &function)?;
         }
     }
 }
@@ -179,21 +192,10 @@ proptest! {
             let stats = Arc::new(SharedStats::default());
             let stored = collect(merge_group(runs(&lone, cut), options.clone(), false, stats, true));
             let merged = collect(merge_general_path(runs(&lone, cut), options));
-            match (stored, merged) {
-                (Ok(a), Ok(b)) => {
-                    prop_assert!(a.iter().all(|b| b.num_rows() <= batch_size));
-                    let rows = |batches: &[RecordBatch]| batches.iter().map(|b| b.num_rows()).sum::<usize>();
-                    prop_assert_eq!(rows(&a), rows(&b), "{:?}", function);
-                    if rows(&a) > 0 {
-                        let concat = |batches: &[RecordBatch]| {
-                            arrow_select::concat::concat_batches(&batches[0].schema(), batches).unwrap()
-                        };
-                        prop_assert_eq!(concat(&a), concat(&b), "{:?}", function);
-                    }
-                }
-                (Err(a), Err(b)) => prop_assert_eq!(a, b),
-                (a, b) => prop_assert!(false, "{:?}: as stored {:?} but merged {:?}", function, a.err(), b.err()),
+            if let Ok(batches) = &stored {
+                prop_assert!(batches.iter().all(|b| b.num_rows() <= batch_size));
             }
+            same_output(stored, merged, &function)?;
         }
     }
 }
