@@ -293,3 +293,26 @@ def test_lookups_after_another_writer_compacts_read_the_new_files(tmp_path):
     for k in (1234, 1235, 2999):
         for _ in range(3):
             assert _lookup(table, k)[0] == whole.filter(pc.field("k") == k).to_pylist()
+
+
+def test_warm_hits_in_zstd_files_with_page_checksums_read_the_rows_as_stored(tmp_path):
+    """The cache keeps a zstd file's dictionary pages as raw zstd blocks, their headers
+    rewritten with the new size and CRC (merge-core's writer stores each page's CRC, which
+    the reader checks): warm hits read the same rows as reads without the cache, and the
+    pages kept take their decompressed size."""
+    schema = pa.schema([pa.field("k", pa.int64(), False), ("v", pa.int64()), ("s", pa.string())])
+    table = mc.Table.create(
+        tmp_path / "t", schema, key="k", buckets=1, options={**DICTIONARY, "file.compression": "zstd"}
+    )
+    table.write(_dictionary_rows(list(range(KEYS)), 1, "a"))
+    (path,) = [f.path for split in table.plan() for s in split.sections for run in s.runs for f in run]
+    plain = (KEYS // 2) * (4 + 40)  # s's dictionary decompressed: a length and 40 characters a value
+    assert _dictionary_bytes(path) < plain // 2, "the dictionary pages are compressed"
+    keys = [0, 1, 1234, 2999, KEYS - 1, KEYS + 5]
+    set_lookup_cache_size(0)
+    want = {k: _lookup(table, k)[0] for k in keys}
+    assert want[1234] == [{"k": 1234, "v": 34, "s": f"a{617:039d}"}] and want[KEYS + 5] == []
+    set_lookup_cache_size(DEFAULT)
+    for _ in range(3):  # cold, building the digests (and keeping the dictionary pages), warm
+        assert {k: _lookup(table, k)[0] for k in keys} == want
+    assert lookup_cache_stats()["bytes"] > plain

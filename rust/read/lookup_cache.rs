@@ -50,10 +50,12 @@ use arrow_array::{Array, ArrayRef, Int64Array};
 use arrow_schema::DataType;
 use bytes::Bytes;
 use parquet::arrow::arrow_reader::ArrowReaderMetadata;
+use parquet::basic::Compression;
 use parquet::file::metadata::ParquetMetaData;
 use parquet::file::reader::{ChunkReader, Length};
 
 use super::key_range::KeyRange;
+use super::stored_pages::with_raw_zstd_body;
 use crate::error::Result;
 use crate::keys::{common_prefix_len, digest_past, MAX_HEAD};
 
@@ -352,8 +354,8 @@ pub(crate) struct WithDictionaries<T> {
     source: T,
     cache: Arc<LookupCache>,
     file: FileId,
-    /// The length of each dictionary page, by its offset in the file.
-    pages: HashMap<u64, usize>,
+    /// Each dictionary page's length and codec, by its offset in the file.
+    pages: HashMap<u64, (usize, Compression)>,
 }
 
 impl<T> WithDictionaries<T> {
@@ -378,17 +380,21 @@ impl<T: ChunkReader> ChunkReader for WithDictionaries<T> {
 
     fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
         match self.pages.get(&start) {
-            Some(&page) if page == length => {
-                self.cache.dictionary_page(&self.file, start, || self.source.get_bytes(start, length))
-            }
+            Some(&(page, codec)) if page == length => self.cache.dictionary_page(&self.file, start, || {
+                let stored = self.source.get_bytes(start, length)?;
+                // Kept as raw zstd blocks: each later use copies it instead of decompressing.
+                let raw =
+                    matches!(codec, Compression::ZSTD(_)).then(|| with_raw_zstd_body(&stored)).flatten();
+                Ok(raw.unwrap_or(stored))
+            }),
             _ => self.source.get_bytes(start, length),
         }
     }
 }
 
 /// Where each dictionary page of a file with a page index lies: its column chunk's start,
-/// and its length up to the chunk's first data page.
-fn dictionary_pages(metadata: &ParquetMetaData) -> HashMap<u64, usize> {
+/// and its length up to the chunk's first data page; with the chunk's codec.
+fn dictionary_pages(metadata: &ParquetMetaData) -> HashMap<u64, (usize, Compression)> {
     let mut pages = HashMap::new();
     for (g, group) in metadata.row_groups().iter().enumerate() {
         let index = metadata.page_index_for_row_group(g);
@@ -398,7 +404,7 @@ fn dictionary_pages(metadata: &ParquetMetaData) -> HashMap<u64, usize> {
                 index.offset_index(c).and_then(|o| o.page_locations().first()).map(|p| p.offset as u64);
             match first {
                 Some(first) if column.dictionary_page_offset().is_some() && first > start => {
-                    pages.insert(start, (first - start) as usize);
+                    pages.insert(start, ((first - start) as usize, column.compression()));
                 }
                 _ => {}
             }
@@ -724,6 +730,10 @@ mod tests {
     /// A Parquet file in memory: a key, a column of few values and one of many, in row
     /// groups of 400 rows and pages of 100, dictionary-encoded, with a page index.
     fn dictionary_encoded() -> (bytes::Bytes, ArrowReaderMetadata) {
+        dictionary_encoded_with(Compression::UNCOMPRESSED)
+    }
+
+    fn dictionary_encoded_with(compression: Compression) -> (bytes::Bytes, ArrowReaderMetadata) {
         use parquet::arrow::arrow_reader::ArrowReaderOptions;
         let rows = 1000i64;
         let batch = arrow_array::RecordBatch::try_from_iter([
@@ -736,6 +746,7 @@ mod tests {
             .set_data_page_row_count_limit(100)
             .set_write_batch_size(100)
             .set_max_row_group_row_count(Some(400))
+            .set_compression(compression)
             .build();
         let mut bytes = Vec::new();
         let mut writer =
@@ -751,25 +762,58 @@ mod tests {
 
     /// The bytes a read of rows `rows` of every column takes of the file, through `cache`.
     fn bytes_read(file: &FileId, cache: &Arc<LookupCache>, rows: Range<usize>) -> (u64, Vec<i64>) {
+        let (read, batches) = rows_read(dictionary_encoded(), file, Some(cache), rows);
+        let few = batches
+            .iter()
+            .flat_map(|b| b.column(1).as_primitive::<arrow_array::types::Int64Type>().values().to_vec());
+        (read, few.collect())
+    }
+
+    /// Rows `rows` of every column of the file, through `cache` if given, and the bytes
+    /// the read took of the file.
+    fn rows_read(
+        (bytes, metadata): (bytes::Bytes, ArrowReaderMetadata),
+        file: &FileId,
+        cache: Option<&Arc<LookupCache>>,
+        rows: Range<usize>,
+    ) -> (u64, Vec<arrow_array::RecordBatch>) {
         use parquet::arrow::arrow_reader::{ParquetRecordBatchReaderBuilder, RowSelection, RowSelector};
-        let (bytes, metadata) = dictionary_encoded();
         let counters = Arc::new(super::super::counters::ReadCounters::default());
         let source = super::super::counters::Counted::new(bytes, Some(counters.clone()));
-        let source = WithDictionaries::new(source, cache.clone(), file.clone(), metadata.metadata());
         let selection = RowSelection::from(vec![
             RowSelector::skip(rows.start),
             RowSelector::select(rows.len()),
             RowSelector::skip(1000 - rows.end),
         ]);
-        let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(source, metadata)
-            .with_row_selection(selection)
-            .build()
-            .unwrap();
-        let mut few = Vec::new();
-        for batch in reader {
-            few.extend(batch.unwrap().column(1).as_primitive::<arrow_array::types::Int64Type>().values());
+        let batches: Vec<_> = match cache {
+            Some(cache) => {
+                let source = WithDictionaries::new(source, cache.clone(), file.clone(), metadata.metadata());
+                let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(source, metadata);
+                builder.with_row_selection(selection).build().unwrap().map(|b| b.unwrap()).collect()
+            }
+            None => {
+                let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(source, metadata);
+                builder.with_row_selection(selection).build().unwrap().map(|b| b.unwrap()).collect()
+            }
+        };
+        (counters.get().bytes_read, batches)
+    }
+
+    #[test]
+    fn zstd_dictionary_pages_are_kept_as_raw_blocks_and_read_the_same() {
+        let file = || dictionary_encoded_with(Compression::ZSTD(Default::default()));
+        let stored: usize = dictionary_pages(file().1.metadata()).values().map(|(len, _)| len).sum();
+        let cache = Arc::new(LookupCache::new(1 << 20));
+        for rows in [450..460, 0..1000, 790..810, 999..1000] {
+            let (_, want) = rows_read(file(), &file_id("z"), None, rows.clone());
+            let (_, first) = rows_read(file(), &file_id("z"), Some(&cache), rows.clone());
+            let (_, again) = rows_read(file(), &file_id("z"), Some(&cache), rows.clone());
+            assert_eq!((&first, &again), (&want, &want), "rows {rows:?}");
         }
-        (counters.get().bytes_read, few)
+        // Every dictionary page is kept, each larger than as stored: raw blocks.
+        let stats = cache.stats();
+        let kept = stats.bytes - stats.entries * ENTRY_OVERHEAD;
+        assert!(kept > stored as u64, "{kept} bytes kept for {stored} stored");
     }
 
     #[test]

@@ -23,6 +23,7 @@ mod keys_first;
 pub mod lookup_cache;
 pub(crate) mod prefetch;
 pub(crate) mod slices;
+mod stored_pages;
 pub mod system_columns;
 mod workers;
 

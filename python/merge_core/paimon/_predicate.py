@@ -17,6 +17,7 @@ the schema's C data interface, which keeps repeated keys in order.
 from __future__ import annotations
 
 import ctypes
+import functools
 import struct
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -327,6 +328,18 @@ def _comparable(value: Any, t: pa.DataType) -> Any:
     """A filter's value as a Python value comparable with statistics of a column of
     type ``t`` (as :func:`stats_value` gives them), or ``_UNKNOWN`` where that is not
     exact (a value the column's type cannot hold exactly, a NaN)."""
+    try:
+        return _comparable_once(value, t)  # a plan tests the same value against file after file
+    except TypeError:  # a value that cannot be hashed
+        return _converted(value, t)
+
+
+@functools.lru_cache(maxsize=1024)
+def _comparable_once(value: Any, t: pa.DataType) -> Any:
+    return _converted(value, t)
+
+
+def _converted(value: Any, t: pa.DataType) -> Any:
     scalar = value if isinstance(value, pa.Scalar) else pa.scalar(value)
     try:
         cast = scalar.cast(t, safe=True)
@@ -375,7 +388,8 @@ class FilteredStream(BatchStream):
         self._stream = stream
         self._expression = predicate.expression
         self._columns = list(columns)
-        self.schema = pa.schema([stream.schema.field(c) for c in self._columns])
+        merged = stream.schema  # a native stream's schema is converted on each call
+        self.schema = pa.schema([merged.field(c) for c in self._columns])
         self._dropped = 0
         self._batches = self._filtered()
 

@@ -94,6 +94,10 @@ class Field:
     paimon_type: Any = field(default=None, compare=False)  # the type as the schema file spells it
 
     def arrow(self) -> pa.Field:
+        return self._arrow
+
+    @functools.cached_property
+    def _arrow(self) -> pa.Field:  # made once: reads and plans ask for it again and again
         return pa.field(self.name, self.type, self.nullable, metadata={FIELD_ID: str(self.id).encode()})
 
 
@@ -139,13 +143,17 @@ class TableSchema:
         """The schema as Arrow's (built once: a schema version never changes)."""
         return pa.schema([f.arrow() for f in self.fields])
 
+    @functools.cached_property
+    def fields_by_id(self) -> dict[int, Field]:
+        return {f.id: f for f in self.fields}
+
     def field(self, name: str) -> Field:
         for f in self.fields:
             if f.name == name:
                 return f
         raise InvalidInputError(f"no column {name!r} in schema {self.id}")
 
-    @property
+    @functools.cached_property
     def trimmed_keys(self) -> tuple[str, ...]:
         """The primary key without the partition columns: the key inside a bucket."""
         return tuple(k for k in self.primary_keys if k not in self.partition_keys)

@@ -44,6 +44,7 @@ class Skipping:
         self.schema, self.schema_of = schema, schema_of
         self.memo = memo if memo is not None else SnapshotMemo(None, [])
         self.compacted_only = compacted_only
+        self.fields = {f.name: f for f in schema.fields}
         self.types = {f.name: f.type for f in schema.fields}
         self.partition_filter = predicate.conjuncts(schema.partition_keys)
         self.key_filter = predicate.conjuncts(schema.trimmed_keys)
@@ -118,22 +119,17 @@ class Skipping:
         if record is None or not record.get(which):
             return True
         written = self.schema_of(f.schema_id)
-        if which == "_KEY_STATS":
-            names: Sequence[str] | None = list(written.trimmed_keys)
-        else:
-            names = record.get("_VALUE_STATS_COLS")
-            names = [x.name for x in written.fields] if names is None else names
         # A file's statistics decode the same for every filter: once per snapshot.
         stats = self.memo.once(
-            ("stats", which, f.partition, f.bucket, f.name), lambda: _decoded(record[which], written, names, f.rows)
+            ("stats", which, f.partition, f.bucket, f.name),
+            lambda: _decoded(record[which], written, _stats_columns(record, which, written), f.rows),
         )
         if stats is None:
             return True
-        now = {f.name: f for f in self.schema.fields}
-        then = {x.id: x for x in written.fields}
+        then = written.fields_by_id
 
         def stats_of(column: str) -> Stats | None:
-            field = now.get(column)
+            field = self.fields.get(column)
             old = then.get(field.id) if field is not None else None
             if old is None:  # added since the file was written: null in every row
                 return (None, None, f.rows, f.rows) if which == "_VALUE_STATS" else None
@@ -142,6 +138,14 @@ class Skipping:
             return stats.get(old.name)
 
         return may_match(node, stats_of, self.types)
+
+
+def _stats_columns(record: dict[str, Any], which: str, schema: TableSchema) -> Sequence[str]:
+    """The columns a file's ``_KEY_STATS`` or ``_VALUE_STATS`` cover, in their order."""
+    if which == "_KEY_STATS":
+        return list(schema.trimmed_keys)
+    names = record.get("_VALUE_STATS_COLS")
+    return [x.name for x in schema.fields] if names is None else names
 
 
 def _decoded(record: dict[str, Any], schema: TableSchema, names: Sequence[str], rows: int) -> dict[str, Stats] | None:
