@@ -262,11 +262,9 @@ mod tests {
     fn header(uncompressed: i32, compressed: i32, crc: Option<i32>) -> Vec<u8> {
         let mut out = vec![0x15];
         put_varint(&mut out, zigzag(2)); // field 1: DICTIONARY_PAGE
-        for value in [Some(uncompressed), Some(compressed), crc] {
-            if let Some(value) = value {
-                out.push(0x15); // the next field, an i32
-                put_varint(&mut out, zigzag(value));
-            }
+        for value in [Some(uncompressed), Some(compressed), crc].into_iter().flatten() {
+            out.push(0x15); // the next field, an i32
+            put_varint(&mut out, zigzag(value));
         }
         out.extend_from_slice(&[if crc.is_some() { 0x3C } else { 0x4C }, 0x15, 0x0A, 0x15, 0x00, 0x00, 0x00]);
         out
