@@ -383,8 +383,10 @@ impl<T: ChunkReader> ChunkReader for WithDictionaries<T> {
             Some(&(page, codec)) if page == length => self.cache.dictionary_page(&self.file, start, || {
                 let stored = self.source.get_bytes(start, length)?;
                 // Kept as raw zstd blocks: each later use copies it instead of decompressing.
-                let raw =
-                    matches!(codec, Compression::ZSTD(_)).then(|| with_raw_zstd_body(&stored)).flatten();
+                let raw = match codec {
+                    Compression::ZSTD(_) => with_raw_zstd_body(&stored),
+                    _ => None,
+                };
                 Ok(raw.unwrap_or(stored))
             }),
             _ => self.source.get_bytes(start, length),
@@ -777,7 +779,7 @@ mod tests {
         cache: Option<&Arc<LookupCache>>,
         rows: Range<usize>,
     ) -> (u64, Vec<arrow_array::RecordBatch>) {
-        use parquet::arrow::arrow_reader::{ParquetRecordBatchReaderBuilder, RowSelection, RowSelector};
+        use parquet::arrow::arrow_reader::{RowSelection, RowSelector};
         let counters = Arc::new(super::super::counters::ReadCounters::default());
         let source = super::super::counters::Counted::new(bytes, Some(counters.clone()));
         let selection = RowSelection::from(vec![
@@ -785,18 +787,25 @@ mod tests {
             RowSelector::select(rows.len()),
             RowSelector::skip(1000 - rows.end),
         ]);
-        let batches: Vec<_> = match cache {
+        let batches = match cache {
             Some(cache) => {
                 let source = WithDictionaries::new(source, cache.clone(), file.clone(), metadata.metadata());
-                let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(source, metadata);
-                builder.with_row_selection(selection).build().unwrap().map(|b| b.unwrap()).collect()
+                read_all(source, metadata, selection)
             }
-            None => {
-                let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(source, metadata);
-                builder.with_row_selection(selection).build().unwrap().map(|b| b.unwrap()).collect()
-            }
+            None => read_all(source, metadata, selection),
         };
         (counters.get().bytes_read, batches)
+    }
+
+    fn read_all<T: ChunkReader + 'static>(
+        source: T,
+        metadata: ArrowReaderMetadata,
+        selection: parquet::arrow::arrow_reader::RowSelection,
+    ) -> Vec<arrow_array::RecordBatch> {
+        let builder = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::new_with_metadata(
+            source, metadata,
+        );
+        builder.with_row_selection(selection).build().unwrap().map(|b| b.unwrap()).collect()
     }
 
     #[test]

@@ -45,7 +45,7 @@ class Skipping:
         self.memo = memo if memo is not None else SnapshotMemo(None, [])
         self.compacted_only = compacted_only
         self.fields = {f.name: f for f in schema.fields}
-        self.types = {f.name: f.type for f in schema.fields}
+        self.types = {name: f.type for name, f in self.fields.items()}
         self.partition_filter = predicate.conjuncts(schema.partition_keys)
         self.key_filter = predicate.conjuncts(schema.trimmed_keys)
         self.value_filter = predicate.node
